@@ -1,0 +1,1 @@
+//! The shared client of every component: what client-go gives Go components.
