@@ -132,7 +132,8 @@ mod tests {
 
     #[test]
     fn vmodule_parsing() {
-        let cases: &[(&str, Result<Vec<(&str, u32)>, ()>)] = &[
+        type Case = (&'static str, Result<Vec<(&'static str, u32)>, ()>);
+        let cases: &[Case] = &[
             ("", Ok(vec![])),
             ("queue=4", Ok(vec![("queue", 4)])),
             ("queue=4, kube_*=2", Ok(vec![("queue", 4), ("kube_*", 2)])),

@@ -78,10 +78,7 @@ impl VersionFlag {
         match self.version {
             VersionRequest::False => None,
             VersionRequest::True => Some(format!("Kubernetes {GIT_VERSION}")),
-            VersionRequest::Raw => Some(format!(
-                "{}",
-                serde_json::to_string_pretty(&info()).unwrap_or_default()
-            )),
+            VersionRequest::Raw => Some(serde_json::to_string_pretty(&info()).unwrap_or_default()),
         }
     }
 
