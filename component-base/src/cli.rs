@@ -60,6 +60,50 @@ pub fn exit_with_error(message: &str) -> ! {
     std::process::exit(EXIT_BAD_FLAGS)
 }
 
+/// What a daemon's options give the shared [`run_component`]: the three phases of upstream's
+/// commands (options parsed by clap, a validated and completed config, the run).
+pub trait ComponentOptions: Parser {
+    /// The validated, completed configuration the run phase takes.
+    type Config;
+    fn version_flag(&self) -> &crate::version::VersionFlag;
+    fn log_options(&self) -> &crate::logs::LogOptions;
+    /// The config phase: validate the flags (and files they name) and fill in what is derived.
+    fn complete(self) -> anyhow::Result<Self::Config>;
+}
+
+/// The whole `main` of a daemon: parse flags, answer `--help`/`--version`, set up logging,
+/// complete the config (a one-line error and exit 1 if it is invalid), then run it on a
+/// multi-threaded tokio runtime; a run error is reported and exits 1.
+pub fn run_component<O, F, Fut>(run: F) -> std::process::ExitCode
+where
+    O: ComponentOptions,
+    F: FnOnce(O::Config) -> Fut,
+    Fut: Future<Output = anyhow::Result<()>>,
+{
+    let options: O = parse_or_exit();
+    options.version_flag().print_and_exit_if_requested();
+    crate::logs::init(options.log_options());
+    let config = match options.complete() {
+        Ok(config) => config,
+        Err(err) => exit_with_error(&format!("{err:#}")),
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(err) => exit_with_error(&format!("starting the async runtime: {err}")),
+    };
+    match runtime.block_on(run(config)) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(err) => {
+            tracing::error!("{err:#}");
+            eprintln!("Error: {err:#}");
+            std::process::ExitCode::from(EXIT_BAD_FLAGS as u8)
+        }
+    }
+}
+
 /// The first meaningful line of a clap error, without its `error: ` prefix and usage hints.
 fn one_line(err: &clap::Error) -> String {
     let rendered = err.render().to_string();

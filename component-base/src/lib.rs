@@ -3,9 +3,12 @@
 //! endpoints, HTTPS serving with a self-signed fallback, and shutdown on signals.
 
 pub mod cli;
+pub mod client_flags;
 pub mod configz;
 pub mod debug;
+pub mod duration;
 pub mod healthz;
+pub mod leaderelection;
 pub mod logs;
 pub mod metrics;
 pub mod serving;

@@ -29,7 +29,7 @@ pub struct LogOptions {
 
     /// Comma-separated list of pattern=N settings for file-filtered logging (only works for
     /// the text log format); a pattern is matched against the module path, `*` is a wildcard.
-    #[arg(long, value_name = "pattern=N,...", value_parser = parse_vmodule, default_value = "")]
+    #[arg(long, value_name = "pattern=N,...", value_parser = parse_vmodule, default_value = "", hide_default_value = true)]
     pub vmodule: VModule,
 
     /// Sets the log format.

@@ -102,6 +102,38 @@ impl<const PORT: u16> SecureServingOptions<PORT> {
         }
     }
 
+    /// Binds the port and serves `service` over TLS until `shutdown`; `None` when serving is
+    /// disabled (`--secure-port=0`).
+    pub async fn start<S, B>(
+        &self,
+        pair_name: &str,
+        service: S,
+        shutdown: CancellationToken,
+    ) -> Result<Option<RunningServer>>
+    where
+        S: hyper::service::Service<Request<Incoming>, Response = Response<B>>
+            + Clone
+            + Send
+            + Sync
+            + 'static,
+        S::Future: Send + 'static,
+        S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+        B: Body + Send + 'static,
+        B::Data: Send,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let Some(addr) = self.listen_addr() else {
+            return Ok(None);
+        };
+        let tls = tls_config(self.serving_cert(pair_name)?)?;
+        let listener = TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("failed to listen on {addr}"))?;
+        let server = serve(listener, Some(tls), service, shutdown)?;
+        tracing::info!(address = %server.local_addr, "serving securely");
+        Ok(Some(server))
+    }
+
     fn certificate_hosts(&self) -> Vec<String> {
         let mut hosts = vec!["localhost".to_string(), "127.0.0.1".to_string()];
         if !self.bind_address.is_unspecified() && !self.bind_address.is_loopback() {
@@ -178,11 +210,12 @@ impl RunningServer {
     }
 }
 
-/// Serves `service` over TLS on `listener` until `shutdown` is cancelled, then stops accepting
-/// and gives open connections up to 30 s to finish.
+/// Serves `service` on `listener` (over TLS when `tls` is given, plain HTTP otherwise, as the
+/// kubelet's healthz port) until `shutdown` is cancelled, then stops accepting and gives open
+/// connections up to 30 s to finish.
 pub fn serve<S, B>(
     listener: TcpListener,
-    tls: Arc<ServerConfig>,
+    tls: Option<Arc<ServerConfig>>,
     service: S,
     shutdown: CancellationToken,
 ) -> Result<RunningServer>
@@ -199,7 +232,7 @@ where
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     let local_addr = listener.local_addr().context("reading the bound address")?;
-    let acceptor = TlsAcceptor::from(tls);
+    let acceptor = tls.map(TlsAcceptor::from);
     let task = tokio::spawn(async move {
         let graceful = GracefulShutdown::new();
         let builder = auto::Builder::new(TokioExecutor::new());
@@ -221,19 +254,29 @@ where
             let builder = builder.clone();
             let watcher = graceful.watcher();
             tokio::spawn(async move {
-                let tls_stream =
-                    match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
-                        Ok(Ok(s)) => s,
-                        Ok(Err(err)) => {
-                            tracing::debug!(%peer, %err, "TLS handshake failed");
-                            return;
-                        }
-                        Err(_) => return,
-                    };
-                let conn = builder
-                    .serve_connection_with_upgrades(TokioIo::new(tls_stream), service)
-                    .into_owned();
-                if let Err(err) = watcher.watch(conn).await {
+                let result = match acceptor {
+                    None => {
+                        let conn =
+                            builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
+                        watcher.watch(conn.into_owned()).await
+                    }
+                    Some(acceptor) => {
+                        let handshake =
+                            tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await;
+                        let tls_stream = match handshake {
+                            Ok(Ok(s)) => s,
+                            Ok(Err(err)) => {
+                                tracing::debug!(%peer, %err, "TLS handshake failed");
+                                return;
+                            }
+                            Err(_) => return,
+                        };
+                        let conn = builder
+                            .serve_connection_with_upgrades(TokioIo::new(tls_stream), service);
+                        watcher.watch(conn.into_owned()).await
+                    }
+                };
+                if let Err(err) = result {
                     tracing::debug!(%peer, err = %err, "connection ended with an error");
                 }
             });

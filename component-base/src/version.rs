@@ -54,6 +54,19 @@ pub enum VersionRequest {
     Raw,
 }
 
+/// `-h, --help` and `--version`, in the "Global flags" section as upstream lists them. A
+/// command using it sets `disable_help_flag = true` and `disable_version_flag = true`.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Global flags")]
+pub struct GlobalFlags {
+    /// help for this command
+    #[arg(short = 'h', long, action = clap::ArgAction::HelpShort)]
+    pub help: Option<bool>,
+
+    #[command(flatten)]
+    pub version: VersionFlag,
+}
+
 /// The `--version` flag of the daemons (upstream's `--version, --version=raw`).
 #[derive(Debug, Clone, Args)]
 pub struct VersionFlag {

@@ -100,7 +100,7 @@ async fn serves_health_metrics_configz_version_over_h1_and_h2() {
     let shutdown = CancellationToken::new();
     let server = serve(
         listener,
-        tls_config(cert).unwrap(),
+        Some(tls_config(cert).unwrap()),
         handlers.clone().service(),
         shutdown.clone(),
     )

@@ -1,0 +1,57 @@
+//! The validated, completed configuration kube-scheduler runs with.
+
+use super::options::{DEFAULT_SECURE_PORT, Options};
+use anyhow::anyhow;
+use component_base::client_flags::KubeconfigOptions;
+use component_base::leaderelection::LeaderElectionOptions;
+use component_base::serving::SecureServingOptions;
+use serde_json::{Value, json};
+
+/// The name the scheduler uses for its lease and its serving certificate.
+pub const COMPONENT: &str = "kube-scheduler";
+
+/// What the run phase needs; built only from valid options.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub client: KubeconfigOptions,
+    pub secure_serving: SecureServingOptions<DEFAULT_SECURE_PORT>,
+    pub leader_election: LeaderElectionOptions,
+}
+
+impl Config {
+    /// Validates the options and fills in derived defaults.
+    pub fn new(options: Options) -> anyhow::Result<Self> {
+        options.client.validate().map_err(|e| anyhow!(e))?;
+        let mut leader_election = options.leader_election;
+        leader_election.validate().map_err(|e| anyhow!(e))?;
+        leader_election
+            .leader_elect_resource_name
+            .get_or_insert_with(|| COMPONENT.to_string());
+        Ok(Self {
+            client: options.client,
+            secure_serving: options.secure_serving,
+            leader_election,
+        })
+    }
+
+    /// The configuration as `/configz` publishes it, in KubeSchedulerConfiguration's shape.
+    pub fn configz(&self) -> Value {
+        let le = &self.leader_election;
+        json!({
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "clientConnection": {
+                "kubeconfig": self.client.kubeconfig.as_ref().map(|p| p.display().to_string()).unwrap_or_default(),
+            },
+            "leaderElection": {
+                "leaderElect": le.leader_elect,
+                "leaseDuration": le.leader_elect_lease_duration.to_string(),
+                "renewDeadline": le.leader_elect_renew_deadline.to_string(),
+                "retryPeriod": le.leader_elect_retry_period.to_string(),
+                "resourceLock": le.leader_elect_resource_lock,
+                "resourceName": le.leader_elect_resource_name,
+                "resourceNamespace": le.leader_elect_resource_namespace,
+            },
+        })
+    }
+}
