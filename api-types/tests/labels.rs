@@ -7,6 +7,9 @@ use api_types::k8s_openapi::apimachinery::pkg::apis::meta::v1::{
 };
 use api_types::labels::{Operator, Requirement, Selector, SelectorError, Set};
 
+/// Label pairs of one test case.
+type Pairs = &'static [(&'static str, &'static str)];
+
 fn set(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
     pairs
         .iter()
@@ -113,7 +116,7 @@ fn rejects_bad_syntax_with_upstream_messages() {
 
 #[test]
 fn matches_like_upstream() {
-    let cases: &[(&str, &[(&str, &str)], bool)] = &[
+    let cases: &[(&str, Pairs, bool)] = &[
         ("", &[("x", "y")], true),
         ("", &[], true),
         ("x=y", &[("x", "y")], true),

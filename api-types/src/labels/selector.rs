@@ -84,7 +84,7 @@ impl Selector {
     }
 
     /// Adds a requirement (kept sorted by key).
-    pub fn add(mut self, r: Requirement) -> Self {
+    pub fn with_requirement(mut self, r: Requirement) -> Self {
         self.requirements.push(r);
         self.requirements.sort_by(|a, b| a.key().cmp(b.key()));
         self
