@@ -71,11 +71,17 @@ fn parse_vmodule(value: &str) -> Result<VModule, String> {
 /// Installs the global subscriber and verbosity. Later calls only update the verbosity, so
 /// tests and embedded uses may call it more than once.
 pub fn init(options: &LogOptions) {
+    init_with_filter(options, "info")
+}
+
+/// As [`init`], with `default_filter` (tracing's directive syntax) deciding what third-party
+/// crates may print when `RUST_LOG` is unset; a CLI passes a quieter one than a daemon.
+pub fn init_with_filter(options: &LogOptions, default_filter: &str) {
     VERBOSITY.store(options.verbosity, Ordering::Relaxed);
     let _ = VMODULE.set(options.vmodule.0.clone());
     // RUST_LOG still works for third-party crates' own tracing output.
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

@@ -1,0 +1,28 @@
+//! The run phase: serve until a signal asks to stop, failing readiness while draining.
+
+use super::config::Config;
+use component_base::debug::DebugHandlers;
+use component_base::signals::shutdown_on_signals;
+
+/// The name of the generated serving certificate pair in `--cert-dir`, as upstream's.
+const CERT_PAIR_NAME: &str = "apiserver";
+
+/// Runs kube-apiserver until SIGTERM or SIGINT.
+pub async fn run(config: Config) -> anyhow::Result<()> {
+    let shutdown = shutdown_on_signals()?;
+    let handlers = DebugHandlers::default();
+    let server = config
+        .secure_serving
+        .start(CERT_PAIR_NAME, handlers.clone().service(), shutdown.clone())
+        .await?;
+    tracing::info!(
+        version = component_base::version::GIT_VERSION,
+        "kube-apiserver started"
+    );
+    shutdown.cancelled().await;
+    handlers.health.mark_shutting_down();
+    if let Some(server) = server {
+        server.wait().await;
+    }
+    Ok(())
+}

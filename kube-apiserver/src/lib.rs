@@ -1,0 +1,5 @@
+//! kube-apiserver: the only component that touches storage. Today it serves `/version`,
+//! `/healthz`, `/livez`, `/readyz` and `/metrics` over HTTPS; storage, REST and watch arrive
+//! with their issue.
+
+pub mod app;

@@ -1,0 +1,3 @@
+//! One module per kubectl command.
+
+pub mod version;
