@@ -87,10 +87,19 @@ pub enum BadValue {
 }
 
 impl BadValue {
-    /// A list of strings rendered as Go's `%#v` does: `[]string{"a", "b"}`.
+    /// A list of strings, rendered as JSON (`["a","b"]`), as upstream renders composite
+    /// values since it switched from Go syntax to JSON.
     pub fn string_list<S: AsRef<str>>(values: &[S]) -> Self {
-        let inner: Vec<String> = values.iter().map(|v| go_quote(v.as_ref())).collect();
-        BadValue::Raw(format!("[]string{{{}}}", inner.join(", ")))
+        let list: Vec<&str> = values.iter().map(AsRef::as_ref).collect();
+        Self::json(&list)
+    }
+
+    /// Any serialisable value rendered as compact JSON (maps, lists, structs).
+    pub fn json<T: serde::Serialize + ?Sized>(value: &T) -> Self {
+        match serde_json::to_string(value) {
+            Ok(s) => BadValue::Raw(s),
+            Err(_) => BadValue::Omitted,
+        }
     }
 }
 
@@ -324,6 +333,18 @@ impl ErrorList {
         self.0.iter()
     }
 
+    /// Keeps only the errors for which `f` returns true.
+    pub fn retain(&mut self, f: impl FnMut(&FieldError) -> bool) {
+        self.0.retain(f);
+    }
+
+    /// Drops errors on `metadata` (update validators re-check the new object's spec with the
+    /// create validator, and metadata has its own update rules).
+    pub(crate) fn without_meta_create_only(mut self) -> Self {
+        self.retain(|e| e.field != "metadata" && !e.field.starts_with("metadata."));
+        self
+    }
+
     /// `Ok(())` when empty, the list otherwise.
     pub fn into_result(self) -> Result<(), ErrorList> {
         if self.is_empty() { Ok(()) } else { Err(self) }
@@ -445,7 +466,7 @@ mod tests {
             ),
             (
                 FieldError::invalid(&FieldPath::root(), BadValue::string_list(&["a", "b"]), "d"),
-                "<nil>: Invalid value: []string{\"a\", \"b\"}: d",
+                "<nil>: Invalid value: [\"a\",\"b\"]: d",
             ),
             (
                 FieldError::invalid(&p("x"), BadValue::Null, "d"),
