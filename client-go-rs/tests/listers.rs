@@ -219,3 +219,21 @@ fn lister_filters_by_predicate() {
     assert!(lister.namespace("b").get("p1").is_none());
     assert_eq!(lister.list().len(), 3);
 }
+
+#[test]
+fn lister_filters_by_label_selector() {
+    use api_types::labels::Selector;
+    let idx = Arc::new(Indexer::<Pod>::new());
+    idx.insert(pod("a", "p1", "", &[("app", "web"), ("tier", "front")]));
+    idx.insert(pod("a", "p2", "", &[("app", "db")]));
+    idx.insert(pod("b", "p3", "", &[("app", "web")]));
+    idx.insert(pod("b", "p4", "", &[]));
+    let lister = Lister::new(idx);
+    let web = Selector::parse("app=web").expect("valid selector");
+    assert_eq!(names(lister.list_selected(&web)), vec!["p1", "p3"]);
+    assert_eq!(names(lister.namespace("b").list_selected(&web)), vec!["p3"]);
+    let not_web = Selector::parse("app!=web").expect("valid selector");
+    assert_eq!(names(lister.list_selected(&not_web)), vec!["p2", "p4"]);
+    let everything = Selector::parse("").expect("empty selector");
+    assert_eq!(lister.list_selected(&everything).len(), 4);
+}

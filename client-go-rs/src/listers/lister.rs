@@ -2,6 +2,9 @@
 
 use std::sync::Arc;
 
+use api_types::labels::Selector;
+use kube::Resource;
+
 use super::indexer::{Indexer, IndexerError};
 
 /// A read-only view of an informer's cache, the type controllers keep.
@@ -87,5 +90,22 @@ impl<K> NamespaceLister<K> {
     /// One object of the namespace by name.
     pub fn get(&self, name: &str) -> Option<Arc<K>> {
         self.indexer.get(&self.namespace, name)
+    }
+}
+
+impl<K: Resource> Lister<K> {
+    /// The objects whose labels match `selector`, as client-go's `List(selector)`.
+    pub fn list_selected(&self, selector: &Selector) -> Vec<Arc<K>> {
+        self.indexer
+            .list_filtered(|o| selector.matches(&o.meta().labels.as_ref()))
+    }
+}
+
+impl<K: Resource> NamespaceLister<K> {
+    /// The objects of the namespace whose labels match `selector`.
+    pub fn list_selected(&self, selector: &Selector) -> Vec<Arc<K>> {
+        self.indexer.list_namespace_filtered(&self.namespace, |o| {
+            selector.matches(&o.meta().labels.as_ref())
+        })
     }
 }
