@@ -1,1 +1,38 @@
-//! Harness for end-to-end tests: locate the built binaries, run them, collect their output.
+//! Harness for end-to-end tests: find the built binaries, start them as real processes on free
+//! ports in temp dirs, talk to them over HTTPS, and stop them whatever happens.
+
+pub mod daemon;
+pub mod https;
+
+use std::path::PathBuf;
+
+/// The directory holding the workspace's binaries for the profile these tests were built with
+/// (`cargo test` builds every binary of the workspace before running any test).
+pub fn bin_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    // target/<profile>/deps/<test> -> target/<profile>
+    exe.parent()
+        .and_then(|deps| deps.parent())
+        .map(PathBuf::from)
+        .expect("test executable lives in target/<profile>/deps")
+}
+
+/// Path of one of the workspace's binaries, which must have been built.
+pub fn bin(name: &str) -> PathBuf {
+    let path = bin_dir().join(name);
+    assert!(
+        path.exists(),
+        "{} is not built: run `cargo build --workspace` (cargo test --workspace does)",
+        path.display()
+    );
+    path
+}
+
+/// A loopback port that was free a moment ago. Another process may take it before the daemon
+/// binds it; tests accept that small race as upstream's integration tests do.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("binding an ephemeral port")
+}
