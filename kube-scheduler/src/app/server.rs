@@ -15,7 +15,10 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         .secure_serving
         .start(COMPONENT, handlers.clone().service(), shutdown.clone())
         .await?;
-    tracing::info!(version = component_base::version::GIT_VERSION, "kube-scheduler started");
+    tracing::info!(
+        version = component_base::version::GIT_VERSION,
+        "kube-scheduler started"
+    );
     shutdown.cancelled().await;
     handlers.health.mark_shutting_down();
     if let Some(server) = server {
