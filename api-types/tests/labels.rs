@@ -163,25 +163,25 @@ fn requirement_construction_errors() {
             "x",
             Operator::In,
             vec![],
-            "values: Invalid value: []string{}: for 'in', 'notin' operators, values set can't be empty",
+            "values: Invalid value: []: for 'in', 'notin' operators, values set can't be empty",
         ),
         (
             "x",
             Operator::Equals,
             vec!["a", "b"],
-            "values: Invalid value: []string{\"a\", \"b\"}: exact-match compatibility requires one single value",
+            "values: Invalid value: [\"a\",\"b\"]: exact-match compatibility requires one single value",
         ),
         (
             "x",
             Operator::Exists,
             vec!["a"],
-            "values: Invalid value: []string{\"a\"}: values set must be empty for exists and does not exist",
+            "values: Invalid value: [\"a\"]: values set must be empty for exists and does not exist",
         ),
         (
             "x",
             Operator::GreaterThan,
             vec!["1", "2"],
-            "values: Invalid value: []string{\"1\", \"2\"}: for 'Gt', 'Lt' operators, exactly one value is required",
+            "values: Invalid value: [\"1\",\"2\"]: for 'Gt', 'Lt' operators, exactly one value is required",
         ),
         (
             "",
@@ -287,7 +287,7 @@ fn converts_label_selector() {
     let err = Selector::from_label_selector(Some(&empty_in)).expect_err("empty In");
     assert_eq!(
         err.to_string(),
-        "values: Invalid value: []string{}: for 'in', 'notin' operators, values set can't be empty"
+        "values: Invalid value: []: for 'in', 'notin' operators, values set can't be empty"
     );
 
     let bad_value = LabelSelector {
