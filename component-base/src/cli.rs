@@ -62,13 +62,22 @@ pub fn exit_with_error(message: &str) -> ! {
 
 /// What a daemon's options give the shared [`run_component`]: the three phases of upstream's
 /// commands (options parsed by clap, a validated and completed config, the run).
+///
+/// The config phase is `Config::try_from(options)`: validate the flags (and the files they name)
+/// and fill in what is derived.
 pub trait ComponentOptions: Parser {
     /// The validated, completed configuration the run phase takes.
-    type Config;
-    fn version_flag(&self) -> &crate::version::VersionFlag;
-    fn log_options(&self) -> &crate::logs::LogOptions;
-    /// The config phase: validate the flags (and files they name) and fill in what is derived.
-    fn complete(self) -> anyhow::Result<Self::Config>;
+    type Config: TryFrom<Self, Error = anyhow::Error>;
+    fn common(&self) -> &CommonFlags;
+}
+
+/// The flags every daemon lists last: the "Logs flags" and "Global flags" sections.
+#[derive(Debug, Clone, clap::Args)]
+pub struct CommonFlags {
+    #[command(flatten)]
+    pub logs: crate::logs::LogOptions,
+    #[command(flatten)]
+    pub global: crate::version::GlobalFlags,
 }
 
 /// The whole `main` of a daemon: parse flags, answer `--help`/`--version`, set up logging,
@@ -81,9 +90,13 @@ where
     Fut: Future<Output = anyhow::Result<()>>,
 {
     let options: O = parse_or_exit();
-    options.version_flag().print_and_exit_if_requested();
-    crate::logs::init(options.log_options());
-    let config = match options.complete() {
+    options
+        .common()
+        .global
+        .version
+        .print_and_exit_if_requested();
+    crate::logs::init(&options.common().logs);
+    let config = match O::Config::try_from(options) {
         Ok(config) => config,
         Err(err) => exit_with_error(&format!("{err:#}")),
     };

@@ -3,11 +3,13 @@
 
 use crate::configz::Configz;
 use crate::healthz::Health;
+use crate::serving::SecureServingOptions;
 use bytes::Bytes;
 use http::{Method, StatusCode, header};
 use http_body_util::Full;
 use hyper::{Request, Response};
 use std::convert::Infallible;
+use tokio_util::sync::CancellationToken;
 
 /// Routes the common endpoints; cloning shares the health checks and configz.
 #[derive(Clone, Default)]
@@ -37,6 +39,25 @@ impl DebugHandlers {
             "/version" => json(&crate::version::info()),
             _ => text(StatusCode::NOT_FOUND, "404 page not found\n"),
         }
+    }
+
+    /// Serves these endpoints on the secure port until `shutdown` is cancelled; from then on
+    /// readiness fails and open connections drain before this returns.
+    pub async fn serve_until_shutdown<const PORT: u16>(
+        self,
+        serving: &SecureServingOptions<PORT>,
+        pair_name: &str,
+        shutdown: CancellationToken,
+    ) -> anyhow::Result<()> {
+        let server = serving
+            .start(pair_name, self.clone().service(), shutdown.clone())
+            .await?;
+        shutdown.cancelled().await;
+        self.health.mark_shutting_down();
+        if let Some(server) = server {
+            server.wait().await;
+        }
+        Ok(())
     }
 
     /// A hyper service over [`handle`](Self::handle), for [`crate::serving::serve`].

@@ -44,6 +44,14 @@ pub struct LeaderElectionOptions {
 }
 
 impl LeaderElectionOptions {
+    /// Validates the settings and names the lock after `component` unless a name was given.
+    pub fn complete(mut self, component: &str) -> Result<Self, String> {
+        self.validate()?;
+        self.leader_elect_resource_name
+            .get_or_insert_with(|| component.to_string());
+        Ok(self)
+    }
+
     /// Checks the settings as upstream's validation does.
     pub fn validate(&self) -> Result<(), String> {
         if !self.leader_elect {

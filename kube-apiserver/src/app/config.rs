@@ -14,9 +14,11 @@ pub struct Config {
     pub secure_serving: SecureServingOptions<DEFAULT_SECURE_PORT>,
 }
 
-impl Config {
+impl TryFrom<Options> for Config {
+    type Error = anyhow::Error;
+
     /// Validates the options and fills in derived defaults.
-    pub fn new(options: Options) -> anyhow::Result<Self> {
+    fn try_from(options: Options) -> anyhow::Result<Self> {
         let mut secure_serving = options.secure_serving;
         // Unlike the scheduler and controller manager, the apiserver cannot run without HTTPS.
         if secure_serving.secure_port == 0 {

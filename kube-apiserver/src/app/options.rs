@@ -2,10 +2,8 @@
 
 use super::config::Config;
 use clap::Parser;
-use component_base::cli::ComponentOptions;
-use component_base::logs::LogOptions;
+use component_base::cli::{CommonFlags, ComponentOptions};
 use component_base::serving::SecureServingOptions;
-use component_base::version::{GlobalFlags, VersionFlag};
 
 /// The port upstream's apiserver serves HTTPS on.
 pub const DEFAULT_SECURE_PORT: u16 = 6443;
@@ -23,23 +21,13 @@ pub struct Options {
     #[command(flatten)]
     pub secure_serving: SecureServingOptions<DEFAULT_SECURE_PORT>,
     #[command(flatten)]
-    pub logs: LogOptions,
-    #[command(flatten)]
-    pub global: GlobalFlags,
+    pub common: CommonFlags,
 }
 
 impl ComponentOptions for Options {
     type Config = Config;
 
-    fn version_flag(&self) -> &VersionFlag {
-        &self.global.version
-    }
-
-    fn log_options(&self) -> &LogOptions {
-        &self.logs
-    }
-
-    fn complete(self) -> anyhow::Result<Config> {
-        Config::new(self)
+    fn common(&self) -> &CommonFlags {
+        &self.common
     }
 }

@@ -10,19 +10,11 @@ const CERT_PAIR_NAME: &str = "apiserver";
 /// Runs kube-apiserver until SIGTERM or SIGINT.
 pub async fn run(config: Config) -> anyhow::Result<()> {
     let shutdown = shutdown_on_signals()?;
-    let handlers = DebugHandlers::default();
-    let server = config
-        .secure_serving
-        .start(CERT_PAIR_NAME, handlers.clone().service(), shutdown.clone())
-        .await?;
     tracing::info!(
         version = component_base::version::GIT_VERSION,
-        "kube-apiserver started"
+        "starting kube-apiserver"
     );
-    shutdown.cancelled().await;
-    handlers.health.mark_shutting_down();
-    if let Some(server) = server {
-        server.wait().await;
-    }
-    Ok(())
+    DebugHandlers::default()
+        .serve_until_shutdown(&config.secure_serving, CERT_PAIR_NAME, shutdown)
+        .await
 }

@@ -22,17 +22,18 @@ pub struct Config {
     pub leader_election: LeaderElectionOptions,
 }
 
-impl Config {
+impl TryFrom<Options> for Config {
+    type Error = anyhow::Error;
+
     /// Validates the options and fills in derived defaults.
-    pub fn new(options: Options) -> anyhow::Result<Self> {
+    fn try_from(options: Options) -> anyhow::Result<Self> {
         let controllers = controllers::resolve(&options.generic.controllers)
             .map_err(|e| anyhow!("invalid --controllers: {e}"))?;
         options.client.validate().map_err(|e| anyhow!(e))?;
-        let mut leader_election = options.leader_election;
-        leader_election.validate().map_err(|e| anyhow!(e))?;
-        leader_election
-            .leader_elect_resource_name
-            .get_or_insert_with(|| COMPONENT.to_string());
+        let leader_election = options
+            .leader_election
+            .complete(COMPONENT)
+            .map_err(|e| anyhow!(e))?;
         Ok(Self {
             controllers,
             client: options.client,
@@ -40,7 +41,9 @@ impl Config {
             leader_election,
         })
     }
+}
 
+impl Config {
     /// The configuration as `/configz` publishes it, in KubeControllerManagerConfiguration's shape.
     pub fn configz(&self) -> Value {
         let le = &self.leader_election;

@@ -2,12 +2,10 @@
 
 use super::config::Config;
 use clap::{Args, Parser};
-use component_base::cli::ComponentOptions;
+use component_base::cli::{CommonFlags, ComponentOptions};
 use component_base::client_flags::KubeconfigOptions;
 use component_base::leaderelection::LeaderElectionOptions;
-use component_base::logs::LogOptions;
 use component_base::serving::SecureServingOptions;
-use component_base::version::{GlobalFlags, VersionFlag};
 
 /// The port upstream's controller manager serves HTTPS on.
 pub const DEFAULT_SECURE_PORT: u16 = 10257;
@@ -31,9 +29,7 @@ pub struct Options {
     #[command(flatten)]
     pub leader_election: LeaderElectionOptions,
     #[command(flatten)]
-    pub logs: LogOptions,
-    #[command(flatten)]
-    pub global: GlobalFlags,
+    pub common: CommonFlags,
 }
 
 /// Upstream's "Generic flags" section.
@@ -56,15 +52,7 @@ pub struct GenericOptions {
 impl ComponentOptions for Options {
     type Config = Config;
 
-    fn version_flag(&self) -> &VersionFlag {
-        &self.global.version
-    }
-
-    fn log_options(&self) -> &LogOptions {
-        &self.logs
-    }
-
-    fn complete(self) -> anyhow::Result<Config> {
-        Config::new(self)
+    fn common(&self) -> &CommonFlags {
+        &self.common
     }
 }

@@ -11,19 +11,12 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     handlers
         .configz
         .set("kubecontrollermanager.config.k8s.io", config.configz());
-    let server = config
-        .secure_serving
-        .start(COMPONENT, handlers.clone().service(), shutdown.clone())
-        .await?;
     tracing::info!(
         version = component_base::version::GIT_VERSION,
         controllers = config.controllers.len(),
-        "kube-controller-manager started"
+        "starting kube-controller-manager"
     );
-    shutdown.cancelled().await;
-    handlers.health.mark_shutting_down();
-    if let Some(server) = server {
-        server.wait().await;
-    }
-    Ok(())
+    handlers
+        .serve_until_shutdown(&config.secure_serving, COMPONENT, shutdown)
+        .await
 }

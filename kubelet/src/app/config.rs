@@ -20,9 +20,11 @@ pub struct Config {
     pub healthz_addr: Option<SocketAddr>,
 }
 
-impl Config {
+impl TryFrom<Options> for Config {
+    type Error = anyhow::Error;
+
     /// Validates the options and fills in derived defaults.
-    pub fn new(options: Options) -> anyhow::Result<Self> {
+    fn try_from(options: Options) -> anyhow::Result<Self> {
         let flags = options.kubelet;
         let serving = options.serving;
         if serving.port == 0 {
@@ -51,7 +53,9 @@ impl Config {
                 .then(|| SocketAddr::new(serving.healthz_bind_address, serving.healthz_port)),
         })
     }
+}
 
+impl Config {
     /// The configuration as `/configz` publishes it, in KubeletConfiguration's shape.
     pub fn configz(&self) -> Value {
         let healthz: Option<(IpAddr, u16)> = self.healthz_addr.map(|a| (a.ip(), a.port()));

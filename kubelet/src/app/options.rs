@@ -2,9 +2,7 @@
 
 use super::config::Config;
 use clap::{Args, Parser};
-use component_base::cli::ComponentOptions;
-use component_base::logs::LogOptions;
-use component_base::version::{GlobalFlags, VersionFlag};
+use component_base::cli::{CommonFlags, ComponentOptions};
 use std::net::IpAddr;
 use std::path::PathBuf;
 
@@ -24,9 +22,7 @@ pub struct Options {
     #[command(flatten)]
     pub serving: ServingFlags,
     #[command(flatten)]
-    pub logs: LogOptions,
-    #[command(flatten)]
-    pub global: GlobalFlags,
+    pub common: CommonFlags,
 }
 
 /// Where the kubelet keeps its state and how it reaches the apiserver.
@@ -85,15 +81,7 @@ pub struct ServingFlags {
 impl ComponentOptions for Options {
     type Config = Config;
 
-    fn version_flag(&self) -> &VersionFlag {
-        &self.global.version
-    }
-
-    fn log_options(&self) -> &LogOptions {
-        &self.logs
-    }
-
-    fn complete(self) -> anyhow::Result<Config> {
-        Config::new(self)
+    fn common(&self) -> &CommonFlags {
+        &self.common
     }
 }
