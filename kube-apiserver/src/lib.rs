@@ -3,3 +3,4 @@
 //! with their issue.
 
 pub mod app;
+pub mod storage;

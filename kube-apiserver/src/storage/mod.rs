@@ -1,0 +1,4 @@
+//! Storage: the revisioned key space (`backend`), its two implementations (`embedded` on redb,
+//! `etcd`), and the watch cache above them (`cacher`). Only the apiserver opens storage.
+
+pub mod backend;
