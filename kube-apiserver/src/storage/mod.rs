@@ -2,3 +2,4 @@
 //! `etcd`), and the watch cache above them (`cacher`). Only the apiserver opens storage.
 
 pub mod backend;
+pub mod codec;
