@@ -3,4 +3,5 @@
 //! with their issue.
 
 pub mod app;
+pub mod registry;
 pub mod storage;

@@ -1,0 +1,14 @@
+//! The generic registry (shared/DESIGN.md section 2): ONE store for every resource, shaped per
+//! resource by its `Strategy`, over the storage `Backend`.
+
+pub mod error;
+pub mod fields;
+pub mod keys;
+pub mod meta;
+pub mod store;
+pub mod strategy;
+pub mod validate;
+
+pub use error::RegistryError;
+pub use store::{DeleteOptions, DeleteOutcome, ResourceStore};
+pub use strategy::{Part, Strategy};

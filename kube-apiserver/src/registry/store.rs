@@ -1,0 +1,472 @@
+//! The generic store: create, get, update (main or status), delete for any resource, with
+//! upstream's object-meta rules, optimistic concurrency, finalizers and graceful deletion.
+
+use super::error::{MODIFIED_CONFLICT, RegistryError};
+use super::keys;
+use super::meta::{self, meta_mut};
+use super::strategy::{Part, Strategy};
+use super::validate;
+use crate::storage::backend::{Backend, KeyValue, StorageError};
+use crate::storage::codec;
+use api_types::registry::{ResourceInfo, by_group_version_resource};
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+/// How many times a write that lost a compare-and-swap is retried before giving up (upstream
+/// retries without bound; a bound keeps a hot key from pinning a request forever).
+const MAX_CAS_RETRIES: usize = 32;
+
+/// Metadata fields only the server sets: kept from the stored object on update.
+const SERVER_OWNED_META: &[&str] = &["deletionTimestamp", "deletionGracePeriodSeconds"];
+
+/// Options of a delete (`metav1.DeleteOptions`).
+#[derive(Debug, Clone, Default)]
+pub struct DeleteOptions {
+    pub grace_period_seconds: Option<i64>,
+    pub precondition_uid: Option<String>,
+    pub precondition_resource_version: Option<String>,
+    /// `Orphan`, `Background` or `Foreground`.
+    pub propagation_policy: Option<String>,
+}
+
+/// What a delete did.
+#[derive(Debug, Clone)]
+pub enum DeleteOutcome {
+    /// The object is gone; its last state.
+    Deleted(Value),
+    /// Deletion started (deletionTimestamp set): finalizers or a grace period hold it.
+    Pending(Value),
+}
+
+/// One resource's store.
+#[derive(Clone)]
+pub struct ResourceStore {
+    pub strategy: Strategy,
+    backend: Arc<dyn Backend>,
+}
+
+impl ResourceStore {
+    pub fn new(info: &'static ResourceInfo, backend: Arc<dyn Backend>) -> Self {
+        Self {
+            strategy: Strategy::for_resource(info),
+            backend,
+        }
+    }
+
+    pub fn info(&self) -> &'static ResourceInfo {
+        self.strategy.info
+    }
+
+    pub fn backend(&self) -> &Arc<dyn Backend> {
+        &self.backend
+    }
+
+    fn key(&self, namespace: Option<&str>, name: &str) -> String {
+        keys::object_key(self.info(), namespace, name)
+    }
+
+    fn not_found(&self, name: &str) -> RegistryError {
+        RegistryError::NotFound {
+            group: self.info().group.into(),
+            resource: self.info().plural.into(),
+            name: name.into(),
+        }
+    }
+
+    fn conflict(&self, name: &str, message: impl Into<String>) -> RegistryError {
+        RegistryError::Conflict {
+            group: self.info().group.into(),
+            resource: self.info().plural.into(),
+            name: name.into(),
+            message: message.into(),
+        }
+    }
+
+    fn invalid(&self, name: &str, errors: api_types::validation::ErrorList) -> RegistryError {
+        RegistryError::Invalid {
+            group: self.info().group.into(),
+            kind: self.info().kind.into(),
+            name: name.into(),
+            errors,
+        }
+    }
+
+    /// Creates `object` in `namespace` (the request's; `None` for cluster-scoped resources).
+    pub async fn create(
+        &self,
+        namespace: Option<&str>,
+        mut object: Value,
+    ) -> Result<Value, RegistryError> {
+        let info = self.info();
+        self.place_in_namespace(&mut object, namespace)?;
+        if meta::meta_str(&object, "resourceVersion").is_some_and(|rv| !rv.is_empty()) {
+            return Err(RegistryError::BadRequest(
+                "resourceVersion should not be set on objects to be created".into(),
+            ));
+        }
+        if meta::name(&object).is_none()
+            && let Some(prefix) = meta::meta_str(&object, "generateName").filter(|p| !p.is_empty())
+        {
+            let name = meta::generate_name(prefix);
+            meta_mut(&mut object).insert("name".into(), json!(name));
+        }
+        let name = meta::name(&object).unwrap_or_default().to_string();
+        {
+            let m = meta_mut(&mut object);
+            m.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
+            m.insert("creationTimestamp".into(), json!(meta::now()));
+            for field in SERVER_OWNED_META {
+                m.remove(*field);
+            }
+            m.remove("resourceVersion");
+        }
+        validate::default(info, &mut object).map_err(|errs| self.invalid(&name, errs))?;
+        self.strategy.prepare_for_create(&mut object);
+        let errs = validate::on_create(info, &object);
+        if !errs.is_empty() {
+            return Err(self.invalid(&name, errs));
+        }
+        if let Some(ns) = namespace.filter(|_| info.namespaced) {
+            self.check_namespace_accepts_content(ns, &name).await?;
+        }
+        let key = self.key(namespace, &name);
+        let kv = self
+            .backend
+            .create(&key, codec::encode(&object)?)
+            .await
+            .map_err(|err| match err {
+                StorageError::AlreadyExists { .. } => RegistryError::AlreadyExists {
+                    group: info.group.into(),
+                    resource: info.plural.into(),
+                    name: name.clone(),
+                },
+                other => other.into(),
+            })?;
+        Ok(codec::decode(&kv)?)
+    }
+
+    /// Sets the object's namespace from the request (cluster-scoped objects have none); a
+    /// different namespace in the body is a 400 as upstream.
+    fn place_in_namespace(
+        &self,
+        object: &mut Value,
+        namespace: Option<&str>,
+    ) -> Result<(), RegistryError> {
+        if !object.is_object() {
+            return Err(RegistryError::BadRequest(
+                "the body is not an object".into(),
+            ));
+        }
+        if !self.info().namespaced {
+            meta_mut(object).remove("namespace");
+            return Ok(());
+        }
+        let Some(ns) = namespace else {
+            return Err(RegistryError::BadRequest(
+                "the server could not find the requested resource: a namespace is required".into(),
+            ));
+        };
+        match meta::namespace(object) {
+            Some(given) if given != ns => Err(RegistryError::BadRequest(
+                "the namespace of the provided object does not match the namespace sent on the request"
+                    .into(),
+            )),
+            _ => {
+                meta_mut(object).insert("namespace".into(), json!(ns));
+                Ok(())
+            }
+        }
+    }
+
+    /// Upstream's NamespaceLifecycle admission: no new content in a missing or terminating
+    /// namespace.
+    async fn check_namespace_accepts_content(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<(), RegistryError> {
+        let namespaces = by_group_version_resource("", "v1", "namespaces")
+            .expect("namespaces are in the registry");
+        let key = keys::object_key(namespaces, None, namespace);
+        let Some(kv) = self.backend.get(&key, None).await? else {
+            return Err(RegistryError::NotFound {
+                group: String::new(),
+                resource: "namespaces".into(),
+                name: namespace.into(),
+            });
+        };
+        let ns = codec::decode(&kv)?;
+        if meta::is_terminating(&ns) || ns["status"]["phase"] == "Terminating" {
+            return Err(RegistryError::Forbidden {
+                group: self.info().group.into(),
+                resource: self.info().plural.into(),
+                name: name.into(),
+                message: format!(
+                    "unable to create new content in namespace {namespace} because it is being terminated"
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    async fn read(&self, key: &str, name: &str) -> Result<KeyValue, RegistryError> {
+        self.backend
+            .get(key, None)
+            .await?
+            .ok_or_else(|| self.not_found(name))
+    }
+
+    /// The object now.
+    pub async fn get(&self, namespace: Option<&str>, name: &str) -> Result<Value, RegistryError> {
+        let kv = self.read(&self.key(namespace, name), name).await?;
+        Ok(codec::decode(&kv)?)
+    }
+
+    /// Replaces the object (PUT), or only its status (`part` Status). A resourceVersion in
+    /// `object` must match the stored one (409 otherwise); without one the write is
+    /// unconditional, as upstream allows.
+    pub async fn update(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        object: Value,
+        part: Part,
+    ) -> Result<Value, RegistryError> {
+        let mut object = object;
+        self.place_in_namespace(&mut object, namespace)?;
+        if let Some(body_name) = meta::name(&object)
+            && body_name != name
+        {
+            return Err(RegistryError::BadRequest(format!(
+                "the name of the object ({body_name}) does not match the name on the URL ({name})"
+            )));
+        }
+        meta_mut(&mut object).insert("name".into(), json!(name));
+        self.guaranteed_update(namespace, name, part, |_| Ok(object.clone()))
+            .await
+    }
+
+    /// Reads the object, computes its new state with `mutate`, and writes it with
+    /// compare-and-swap, retrying from a fresh read when another write got there first. A
+    /// resourceVersion in the result of `mutate` that differs from the stored one is a 409.
+    pub async fn guaranteed_update<F>(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        part: Part,
+        mut mutate: F,
+    ) -> Result<Value, RegistryError>
+    where
+        F: FnMut(&Value) -> Result<Value, RegistryError>,
+    {
+        let info = self.info();
+        let key = self.key(namespace, name);
+        for _ in 0..MAX_CAS_RETRIES {
+            let current = self.read(&key, name).await?;
+            let old = codec::decode(&current)?;
+            let mut new = mutate(&old)?;
+            if !new.is_object() {
+                return Err(RegistryError::BadRequest(
+                    "the body is not an object".into(),
+                ));
+            }
+            if let Some(rv) = meta::meta_str(&new, "resourceVersion").filter(|rv| !rv.is_empty()) {
+                let wanted: i64 = rv.parse().map_err(|_| {
+                    RegistryError::BadRequest(format!("invalid resourceVersion {rv:?}"))
+                })?;
+                if wanted != current.mod_revision {
+                    return Err(self.conflict(name, MODIFIED_CONFLICT));
+                }
+            }
+            self.carry_system_fields(&mut new, &old);
+            validate::default(info, &mut new).map_err(|errs| self.invalid(name, errs))?;
+            self.strategy.prepare_for_update(&mut new, &old, part);
+            let errs = validate::on_update(info, &new, &old);
+            if !errs.is_empty() {
+                return Err(self.invalid(name, errs));
+            }
+            if without_resource_version(&new) == without_resource_version(&old) {
+                // Upstream skips writes that change nothing: the resourceVersion stays.
+                return Ok(old);
+            }
+            if meta::is_terminating(&new) && self.nothing_holds_deletion(&new) {
+                return match self.backend.delete(&key, Some(current.mod_revision)).await {
+                    Ok((_, revision)) => {
+                        let mut gone = new;
+                        codec::set_resource_version(&mut gone, revision);
+                        Ok(gone)
+                    }
+                    Err(StorageError::Conflict { .. }) => continue,
+                    Err(StorageError::NotFound { .. }) => Err(self.not_found(name)),
+                    Err(err) => Err(err.into()),
+                };
+            }
+            match self
+                .backend
+                .update(&key, codec::encode(&new)?, current.mod_revision)
+                .await
+            {
+                Ok(kv) => return Ok(codec::decode(&kv)?),
+                Err(StorageError::Conflict { .. }) => continue,
+                Err(StorageError::NotFound { .. }) => return Err(self.not_found(name)),
+                Err(err) => return Err(err.into()),
+            }
+        }
+        Err(self.conflict(name, MODIFIED_CONFLICT))
+    }
+
+    /// Keeps what clients cannot change from `old`: uid and creationTimestamp when the client
+    /// left them out (a different value is a validation error), and the deletion fields always.
+    fn carry_system_fields(&self, new: &mut Value, old: &Value) {
+        let old_meta = old.get("metadata").cloned().unwrap_or(json!({}));
+        let m = meta_mut(new);
+        for field in ["uid", "creationTimestamp"] {
+            let missing = m.get(field).is_none_or(|v| v.is_null() || v == "");
+            if missing && let Some(value) = old_meta.get(field) {
+                m.insert(field.into(), value.clone());
+            }
+        }
+        for field in SERVER_OWNED_META {
+            match old_meta.get(*field) {
+                Some(value) => m.insert((*field).into(), value.clone()),
+                None => m.remove(*field),
+            };
+        }
+        if let Some(rv) = old_meta.get("resourceVersion")
+            && m.get("resourceVersion").is_none_or(|v| v == "")
+        {
+            m.insert("resourceVersion".into(), rv.clone());
+        }
+    }
+
+    /// A terminating object whose finalizers are all gone and whose grace period is over (or
+    /// never was) is deleted by the write that removed the last finalizer.
+    fn nothing_holds_deletion(&self, object: &Value) -> bool {
+        let grace_over = object["metadata"]["deletionGracePeriodSeconds"]
+            .as_i64()
+            .unwrap_or(0)
+            == 0;
+        let namespace_finalized = !(self.info().group.is_empty()
+            && self.info().plural == "namespaces"
+            && object["spec"]["finalizers"]
+                .as_array()
+                .is_some_and(|f| !f.is_empty()));
+        grace_over && namespace_finalized && meta::finalizers(object).is_empty()
+    }
+
+    /// Deletes the object, or starts its deletion when finalizers or a grace period hold it.
+    pub async fn delete(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        options: &DeleteOptions,
+    ) -> Result<DeleteOutcome, RegistryError> {
+        let key = self.key(namespace, name);
+        for _ in 0..MAX_CAS_RETRIES {
+            let current = self.read(&key, name).await?;
+            let object = codec::decode(&current)?;
+            self.check_preconditions(name, &object, options)?;
+
+            let mut next = object.clone();
+            let mut finalizers = meta::finalizers(&next);
+            match options.propagation_policy.as_deref() {
+                Some("Orphan") => add_once(&mut finalizers, "orphan"),
+                Some("Foreground") => add_once(&mut finalizers, "foregroundDeletion"),
+                _ => {}
+            }
+            meta::set_finalizers(&mut next, &finalizers);
+            let is_namespace = self.info().group.is_empty() && self.info().plural == "namespaces";
+            let grace = options
+                .grace_period_seconds
+                .or_else(|| self.strategy.graceful_delete_seconds(&object))
+                .unwrap_or(0)
+                .max(0);
+
+            let held = !finalizers.is_empty()
+                || grace > 0
+                || (is_namespace && !self.nothing_holds_deletion(&next));
+            if held {
+                let already = meta::is_terminating(&object);
+                let m = meta_mut(&mut next);
+                let shorter = m
+                    .get("deletionGracePeriodSeconds")
+                    .and_then(Value::as_i64)
+                    .is_none_or(|old| grace < old);
+                if !already || shorter {
+                    m.insert("deletionTimestamp".into(), json!(meta::now_plus(grace)));
+                    m.insert("deletionGracePeriodSeconds".into(), json!(grace));
+                }
+                if is_namespace && let Some(map) = next.as_object_mut() {
+                    map.insert("status".into(), json!({"phase": "Terminating"}));
+                }
+                if next == object {
+                    return Ok(DeleteOutcome::Pending(object));
+                }
+                match self
+                    .backend
+                    .update(&key, codec::encode(&next)?, current.mod_revision)
+                    .await
+                {
+                    Ok(kv) => return Ok(DeleteOutcome::Pending(codec::decode(&kv)?)),
+                    Err(StorageError::Conflict { .. }) => continue,
+                    Err(StorageError::NotFound { .. }) => return Err(self.not_found(name)),
+                    Err(err) => return Err(err.into()),
+                }
+            }
+            match self.backend.delete(&key, Some(current.mod_revision)).await {
+                Ok((_, revision)) => {
+                    let mut gone = object;
+                    codec::set_resource_version(&mut gone, revision);
+                    return Ok(DeleteOutcome::Deleted(gone));
+                }
+                Err(StorageError::Conflict { .. }) => continue,
+                Err(StorageError::NotFound { .. }) => return Err(self.not_found(name)),
+                Err(err) => return Err(err.into()),
+            }
+        }
+        Err(self.conflict(name, MODIFIED_CONFLICT))
+    }
+
+    fn check_preconditions(
+        &self,
+        name: &str,
+        object: &Value,
+        options: &DeleteOptions,
+    ) -> Result<(), RegistryError> {
+        if let Some(uid) = &options.precondition_uid {
+            let actual = meta::meta_str(object, "uid").unwrap_or_default();
+            if uid != actual {
+                return Err(self.conflict(
+                    name,
+                    format!(
+                        "Precondition failed: UID in precondition: {uid}, UID in object meta: {actual}"
+                    ),
+                ));
+            }
+        }
+        if let Some(rv) = &options.precondition_resource_version {
+            let actual = meta::meta_str(object, "resourceVersion").unwrap_or_default();
+            if rv != actual {
+                return Err(self.conflict(
+                    name,
+                    format!(
+                        "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {actual}"
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn add_once(list: &mut Vec<String>, item: &str) {
+    if !list.iter().any(|f| f == item) {
+        list.push(item.to_string());
+    }
+}
+
+fn without_resource_version(object: &Value) -> Value {
+    let mut copy = object.clone();
+    meta_mut(&mut copy).remove("resourceVersion");
+    copy
+}

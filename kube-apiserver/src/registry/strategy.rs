@@ -1,0 +1,285 @@
+//! What differs between resources in the generic store, as upstream's REST strategies: what
+//! create and update may set, where `status` may change, whether `generation` is tracked, how
+//! deletion goes. Adding a built-in resource means adding rules here, not a new handler.
+
+use super::meta::{meta_mut, spec_part};
+use api_types::registry::ResourceInfo;
+use serde_json::{Value, json};
+
+/// The rules of one resource.
+#[derive(Debug, Clone, Copy)]
+pub struct Strategy {
+    pub info: &'static ResourceInfo,
+    /// `status` changes only through the `/status` subresource.
+    pub has_status_subresource: bool,
+    /// `metadata.generation` starts at 1 and is bumped on every spec change.
+    pub tracks_generation: bool,
+}
+
+/// Which part of an object a write may change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    /// The main resource: everything but `status` (when there is a status subresource).
+    Main,
+    /// The `/status` subresource: only `status`.
+    Status,
+}
+
+/// Kinds whose spec changes bump `metadata.generation` upstream.
+const GENERATION_TRACKED: &[(&str, &str)] = &[
+    ("apps", "deployments"),
+    ("apps", "replicasets"),
+    ("apps", "statefulsets"),
+    ("apps", "daemonsets"),
+    ("batch", "jobs"),
+    ("batch", "cronjobs"),
+    ("", "replicationcontrollers"),
+    ("autoscaling", "horizontalpodautoscalers"),
+    ("policy", "poddisruptionbudgets"),
+    ("networking.k8s.io", "ingresses"),
+    ("networking.k8s.io", "networkpolicies"),
+    ("apiextensions.k8s.io", "customresourcedefinitions"),
+    ("flowcontrol.apiserver.k8s.io", "flowschemas"),
+    (
+        "flowcontrol.apiserver.k8s.io",
+        "prioritylevelconfigurations",
+    ),
+    (
+        "admissionregistration.k8s.io",
+        "validatingadmissionpolicies",
+    ),
+    (
+        "admissionregistration.k8s.io",
+        "validatingadmissionpolicybindings",
+    ),
+];
+
+impl Strategy {
+    pub fn for_resource(info: &'static ResourceInfo) -> Self {
+        Self {
+            info,
+            has_status_subresource: info.subresources.iter().any(|s| s.name == "status"),
+            tracks_generation: GENERATION_TRACKED.contains(&(info.group, info.plural)),
+        }
+    }
+
+    fn is(&self, group: &str, plural: &str) -> bool {
+        self.info.group == group && self.info.plural == plural
+    }
+
+    /// Sets what create owns: the initial status and generation.
+    pub fn prepare_for_create(&self, object: &mut Value) {
+        if self.tracks_generation {
+            meta_mut(object).insert("generation".into(), json!(1));
+        } else {
+            meta_mut(object).remove("generation");
+        }
+        if !self.has_status_subresource {
+            return;
+        }
+        let status = if self.is("", "pods") {
+            Some(json!({"phase": "Pending", "qosClass": qos_class(object)}))
+        } else if self.is("", "namespaces") {
+            Some(json!({"phase": "Active"}))
+        } else if self.is("", "persistentvolumes") || self.is("", "persistentvolumeclaims") {
+            Some(json!({"phase": "Pending"}))
+        } else if self.is("", "services") {
+            Some(json!({"loadBalancer": {}}))
+        } else if self.is("", "nodes")
+            || self.is("certificates.k8s.io", "certificatesigningrequests")
+        {
+            // The kubelet registers its node with status; CSR conditions are set by approval.
+            None
+        } else {
+            Some(json!({}))
+        };
+        if let (Some(status), Some(map)) = (status, object.as_object_mut()) {
+            map.insert("status".into(), status);
+        }
+    }
+
+    /// Makes `new` (an update of `old`) change only what `part` may change, and bumps the
+    /// generation on a spec change.
+    pub fn prepare_for_update(&self, new: &mut Value, old: &Value, part: Part) {
+        match part {
+            Part::Status => {
+                let status = new.get("status").cloned();
+                let metadata = new.get("metadata").cloned();
+                *new = old.clone();
+                if let Some(map) = new.as_object_mut() {
+                    match status {
+                        Some(status) => map.insert("status".into(), status),
+                        None => map.remove("status"),
+                    };
+                    // Status writers may still carry the resourceVersion they read.
+                    if let Some(rv) = metadata.as_ref().and_then(|m| m.get("resourceVersion")) {
+                        meta_mut(new).insert("resourceVersion".into(), rv.clone());
+                    }
+                }
+            }
+            Part::Main if self.has_status_subresource => {
+                if let Some(map) = new.as_object_mut() {
+                    match old.get("status") {
+                        Some(status) => map.insert("status".into(), status.clone()),
+                        None => map.remove("status"),
+                    };
+                }
+            }
+            Part::Main => {}
+        }
+        if self.tracks_generation {
+            let old_generation = old
+                .get("metadata")
+                .and_then(|m| m.get("generation"))
+                .and_then(Value::as_i64)
+                .unwrap_or(1);
+            let generation = if spec_part(new) != spec_part(old) {
+                old_generation + 1
+            } else {
+                old_generation
+            };
+            meta_mut(new).insert("generation".into(), json!(generation));
+        }
+    }
+
+    /// Whether objects of this resource are deleted gracefully (pods: the kubelet confirms).
+    pub fn graceful_delete_seconds(&self, object: &Value) -> Option<i64> {
+        if !self.is("", "pods") {
+            return None;
+        }
+        // A pod that never reached a node, or has finished, has nothing to stop.
+        let scheduled = object["spec"]["nodeName"]
+            .as_str()
+            .is_some_and(|n| !n.is_empty());
+        let phase = object["status"]["phase"].as_str().unwrap_or("");
+        if !scheduled || phase == "Succeeded" || phase == "Failed" {
+            return Some(0);
+        }
+        Some(
+            object["spec"]["terminationGracePeriodSeconds"]
+                .as_i64()
+                .unwrap_or(30),
+        )
+    }
+
+    /// Whether a delete answers with the deleted object (else a `Status` of Success), as upstream.
+    pub fn returns_deleted_object(&self) -> bool {
+        self.is("", "pods") || self.is("", "namespaces") || self.is("", "services")
+    }
+}
+
+/// A pod's QoS class from its containers' requests and limits, as upstream computes it.
+fn qos_class(pod: &Value) -> &'static str {
+    let containers = ["containers", "initContainers"]
+        .iter()
+        .filter_map(|field| pod["spec"][field].as_array())
+        .flatten();
+    let mut any = false;
+    let mut guaranteed = true;
+    for container in containers {
+        let requests = &container["resources"]["requests"];
+        let limits = &container["resources"]["limits"];
+        for resource in ["cpu", "memory"] {
+            let (request, limit) = (&requests[resource], &limits[resource]);
+            if !request.is_null() || !limit.is_null() {
+                any = true;
+            }
+            // Requests default to limits, so a limit alone is also "equal".
+            if limit.is_null() || (!request.is_null() && request != limit) {
+                guaranteed = false;
+            }
+        }
+    }
+    match (any, guaranteed) {
+        (false, _) => "BestEffort",
+        (true, true) => "Guaranteed",
+        (true, false) => "Burstable",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use api_types::registry::by_group_version_resource;
+
+    fn strategy(group: &str, version: &str, plural: &str) -> Strategy {
+        Strategy::for_resource(by_group_version_resource(group, version, plural).unwrap())
+    }
+
+    #[test]
+    fn create_sets_status_and_generation() {
+        let mut dep = json!({"metadata": {"name": "d", "generation": 9}, "spec": {}, "status": {"replicas": 3}});
+        strategy("apps", "v1", "deployments").prepare_for_create(&mut dep);
+        assert_eq!(dep["metadata"]["generation"], 1);
+        assert_eq!(dep["status"], json!({}));
+
+        let mut cm = json!({"metadata": {"name": "c", "generation": 4}, "data": {}});
+        strategy("", "v1", "configmaps").prepare_for_create(&mut cm);
+        assert!(cm["metadata"].get("generation").is_none());
+
+        let mut node = json!({"metadata": {"name": "n"}, "status": {"capacity": {"cpu": "2"}}});
+        strategy("", "v1", "nodes").prepare_for_create(&mut node);
+        assert_eq!(node["status"]["capacity"]["cpu"], "2");
+    }
+
+    #[test]
+    fn pod_qos_classes() {
+        let pod = |resources: Value| {
+            let mut p = json!({"spec": {"containers": [{"name": "a", "resources": resources}]}});
+            strategy("", "v1", "pods").prepare_for_create(&mut p);
+            p["status"]["qosClass"].as_str().unwrap().to_string()
+        };
+        assert_eq!(pod(json!({})), "BestEffort");
+        assert_eq!(pod(json!({"requests": {"cpu": "1"}})), "Burstable");
+        assert_eq!(
+            pod(
+                json!({"limits": {"cpu": "1", "memory": "1Gi"}, "requests": {"cpu": "1", "memory": "1Gi"}})
+            ),
+            "Guaranteed"
+        );
+        assert_eq!(
+            pod(json!({"limits": {"cpu": "1", "memory": "1Gi"}})),
+            "Guaranteed"
+        );
+        assert_eq!(pod(json!({"limits": {"cpu": "1"}})), "Burstable");
+    }
+
+    #[test]
+    fn main_update_keeps_status_and_status_update_keeps_spec() {
+        let s = strategy("apps", "v1", "deployments");
+        let old = json!({"metadata": {"name": "d", "generation": 1}, "spec": {"replicas": 1}, "status": {"replicas": 1}});
+
+        let mut main =
+            json!({"metadata": {"name": "d"}, "spec": {"replicas": 5}, "status": {"replicas": 99}});
+        s.prepare_for_update(&mut main, &old, Part::Main);
+        assert_eq!(main["status"]["replicas"], 1);
+        assert_eq!(main["spec"]["replicas"], 5);
+        assert_eq!(main["metadata"]["generation"], 2);
+
+        let mut status = json!({"metadata": {"name": "d", "resourceVersion": "7"}, "spec": {"replicas": 5}, "status": {"replicas": 3}});
+        s.prepare_for_update(&mut status, &old, Part::Status);
+        assert_eq!(status["spec"]["replicas"], 1);
+        assert_eq!(status["status"]["replicas"], 3);
+        assert_eq!(status["metadata"]["generation"], 1);
+        assert_eq!(status["metadata"]["resourceVersion"], "7");
+
+        let mut same = old.clone();
+        s.prepare_for_update(&mut same, &old, Part::Main);
+        assert_eq!(same["metadata"]["generation"], 1, "no spec change, no bump");
+    }
+
+    #[test]
+    fn pod_grace_periods() {
+        let s = strategy("", "v1", "pods");
+        let unscheduled = json!({"spec": {"terminationGracePeriodSeconds": 30}});
+        assert_eq!(s.graceful_delete_seconds(&unscheduled), Some(0));
+        let running = json!({"spec": {"nodeName": "n", "terminationGracePeriodSeconds": 45}, "status": {"phase": "Running"}});
+        assert_eq!(s.graceful_delete_seconds(&running), Some(45));
+        let done = json!({"spec": {"nodeName": "n"}, "status": {"phase": "Succeeded"}});
+        assert_eq!(s.graceful_delete_seconds(&done), Some(0));
+        assert_eq!(
+            strategy("", "v1", "configmaps").graceful_delete_seconds(&running),
+            None
+        );
+    }
+}

@@ -1,0 +1,68 @@
+//! Defaulting and validation of objects on their way into storage: the kind's own validator
+//! where api-types has one, else the object-meta checks every object gets.
+
+use api_types::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use api_types::registry::ResourceInfo;
+use api_types::validation::{
+    ErrorList, FieldError, FieldPath, has_validator, name_is_dns_subdomain, validate_create,
+    validate_object_meta, validate_object_meta_update, validate_update,
+};
+use serde_json::Value;
+
+/// Applies upstream's defaults for the kind; a kind api-types does not know is left as is.
+pub fn default(info: &ResourceInfo, object: &mut Value) -> Result<(), ErrorList> {
+    api_types::defaults::default_object(info.group, info.version, info.kind, object)
+        .map(|_| ())
+        .map_err(|err| one_error(&err.to_string()))
+}
+
+/// Validation on create.
+pub fn on_create(info: &ResourceInfo, object: &Value) -> ErrorList {
+    if has_validator(info.group, info.version, info.kind) {
+        return validate_create(info.group, info.version, info.kind, object);
+    }
+    match object_meta(object) {
+        Ok(meta) => validate_object_meta(
+            &meta,
+            info.namespaced,
+            name_is_dns_subdomain,
+            &FieldPath::new("metadata"),
+        ),
+        Err(errs) => errs,
+    }
+}
+
+/// Validation on update of `old` to `new`.
+pub fn on_update(info: &ResourceInfo, new: &Value, old: &Value) -> ErrorList {
+    if has_validator(info.group, info.version, info.kind) {
+        return validate_update(info.group, info.version, info.kind, new, old);
+    }
+    match (object_meta(new), object_meta(old)) {
+        (Ok(new_meta), Ok(old_meta)) => {
+            let mut errs = validate_object_meta(
+                &new_meta,
+                info.namespaced,
+                name_is_dns_subdomain,
+                &FieldPath::new("metadata"),
+            );
+            errs.append(validate_object_meta_update(
+                &new_meta,
+                &old_meta,
+                &FieldPath::new("metadata"),
+            ));
+            errs
+        }
+        (Err(errs), _) | (_, Err(errs)) => errs,
+    }
+}
+
+fn object_meta(object: &Value) -> Result<ObjectMeta, ErrorList> {
+    let meta = object.get("metadata").cloned().unwrap_or(Value::Null);
+    serde_json::from_value(meta).map_err(|err| one_error(&format!("decoding metadata: {err}")))
+}
+
+fn one_error(detail: &str) -> ErrorList {
+    let mut errs = ErrorList::new();
+    errs.push(FieldError::invalid(&FieldPath::new("metadata"), "", detail));
+    errs
+}
