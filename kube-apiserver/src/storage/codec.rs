@@ -31,7 +31,10 @@ pub fn set_resource_version(object: &mut Value, revision: Revision) {
             .entry("metadata")
             .or_insert_with(|| Value::Object(Default::default()));
         if let Some(meta) = meta.as_object_mut() {
-            meta.insert("resourceVersion".into(), Value::String(revision.to_string()));
+            meta.insert(
+                "resourceVersion".into(),
+                Value::String(revision.to_string()),
+            );
         }
     }
 }
@@ -43,7 +46,8 @@ mod tests {
 
     #[test]
     fn resource_version_comes_from_the_revision_not_the_bytes() {
-        let object = json!({"kind": "ConfigMap", "metadata": {"name": "a", "resourceVersion": "7"}});
+        let object =
+            json!({"kind": "ConfigMap", "metadata": {"name": "a", "resourceVersion": "7"}});
         let bytes = encode(&object).unwrap();
         assert!(!String::from_utf8_lossy(&bytes).contains("resourceVersion"));
         let kv = KeyValue {
