@@ -4,4 +4,5 @@
 
 pub mod app;
 pub mod registry;
+pub mod http;
 pub mod storage;

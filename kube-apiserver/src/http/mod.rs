@@ -1,0 +1,7 @@
+//! The HTTP machinery of the apiserver's request path (shared/DESIGN.md section 2): parsing what
+//! a request is about, errors as `Status` objects, content negotiation and body decoding,
+//! discovery documents, and the tower layers every request passes through.
+
+pub mod request_info;
+pub mod response;
+pub mod status;

@@ -1,0 +1,48 @@
+//! The response body type every layer and handler of the request path returns, and small
+//! builders for JSON responses.
+
+use bytes::Bytes;
+use http::{HeaderValue, Response, StatusCode, header};
+use http_body_util::{BodyExt, Full, combinators::UnsyncBoxBody};
+
+/// The error type of response bodies (a streaming watch may fail mid-way).
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The body of every response of the request path: a full buffer for ordinary responses, a
+/// stream for watches and logs.
+pub type Body = UnsyncBoxBody<Bytes, BoxError>;
+
+/// A body holding `bytes`.
+pub fn full(bytes: impl Into<Bytes>) -> Body {
+    Full::new(bytes.into())
+        .map_err(|never| match never {})
+        .boxed_unsync()
+}
+
+/// An empty body.
+pub fn empty() -> Body {
+    full(Bytes::new())
+}
+
+/// The media type of JSON responses.
+pub const APPLICATION_JSON: &str = "application/json";
+
+/// A JSON response with `status` and the already-encoded `body`.
+pub fn json_bytes(status: StatusCode, body: impl Into<Bytes>) -> Response<Body> {
+    let mut resp = Response::new(full(body));
+    *resp.status_mut() = status;
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(APPLICATION_JSON),
+    );
+    resp
+}
+
+/// A JSON response encoding `value`; a value that cannot be encoded becomes a 500 Status.
+pub fn json<T: serde::Serialize + ?Sized>(status: StatusCode, value: &T) -> Response<Body> {
+    match serde_json::to_vec(value) {
+        Ok(bytes) => json_bytes(status, bytes),
+        Err(e) => crate::http::status::ApiError::internal(format!("encoding response: {e}"))
+            .into_response(),
+    }
+}
