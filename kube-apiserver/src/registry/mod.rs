@@ -4,6 +4,7 @@
 pub mod error;
 pub mod fields;
 pub mod keys;
+pub mod list;
 pub mod meta;
 pub mod store;
 pub mod strategy;
