@@ -5,4 +5,5 @@
 pub mod app;
 pub mod registry;
 pub mod http;
+pub mod patch;
 pub mod storage;
