@@ -2,4 +2,5 @@
 //! `etcd`), and the watch cache above them (`cacher`). Only the apiserver opens storage.
 
 pub mod backend;
+pub mod cacher;
 pub mod codec;
