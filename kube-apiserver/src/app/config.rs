@@ -1,17 +1,85 @@
 //! The validated, completed configuration kube-apiserver runs with.
 
 use super::options::{DEFAULT_SECURE_PORT, Options};
-use anyhow::bail;
+use anyhow::{Context, bail};
 use component_base::serving::SecureServingOptions;
+use std::net::{IpAddr, Ipv4Addr, UdpSocket};
+use std::ops::RangeInclusive;
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// Where upstream keeps the generated serving certificate when no `--cert-dir` is given.
 pub const DEFAULT_CERT_DIR: &str = "/var/run/kubernetes";
+
+/// Which storage backend holds the objects.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StorageConfig {
+    /// The embedded single-node store under this directory.
+    Embedded { data_dir: PathBuf },
+    /// etcd at these endpoints, keys under `prefix`.
+    Etcd {
+        servers: Vec<String>,
+        prefix: String,
+    },
+}
+
+/// The authorizers `--authorization-mode` may name today.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuthorizationMode {
+    AlwaysAllow,
+    AlwaysDeny,
+}
+
+/// An IPv4 CIDR block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ipv4Cidr {
+    pub network: Ipv4Addr,
+    pub prefix_len: u8,
+}
+
+impl Ipv4Cidr {
+    /// Parses `a.b.c.d/n`; the address is masked to its network as Go's ParseCIDR does.
+    pub fn parse(s: &str) -> Result<Self, String> {
+        let invalid = || format!("invalid CIDR address: {s}");
+        let (addr, len) = s.split_once('/').ok_or_else(invalid)?;
+        let addr: Ipv4Addr = addr.parse().map_err(|_| invalid())?;
+        let prefix_len: u8 = len.parse().map_err(|_| invalid())?;
+        if prefix_len > 32 {
+            return Err(invalid());
+        }
+        let mask = if prefix_len == 0 {
+            0
+        } else {
+            u32::MAX << (32 - prefix_len)
+        };
+        Ok(Self {
+            network: Ipv4Addr::from(u32::from(addr) & mask),
+            prefix_len,
+        })
+    }
+
+    /// How many addresses the block holds.
+    pub fn size(&self) -> u64 {
+        1u64 << (32 - self.prefix_len)
+    }
+}
 
 /// What the run phase needs; built only from valid options.
 #[derive(Debug, Clone)]
 pub struct Config {
     pub secure_serving: SecureServingOptions<DEFAULT_SECURE_PORT>,
+    pub storage: StorageConfig,
+    /// How often the apiserver compacts storage history; None disables it.
+    pub compaction_interval: Option<Duration>,
+    pub token_auth_file: Option<PathBuf>,
+    pub anonymous_auth: bool,
+    pub authorization_modes: Vec<AuthorizationMode>,
+    pub max_requests_inflight: usize,
+    pub max_mutating_requests_inflight: usize,
+    pub service_cluster_ip_range: Ipv4Cidr,
+    pub service_node_port_range: RangeInclusive<u16>,
+    /// The address the `kubernetes` service's endpoints point at.
+    pub advertise_address: IpAddr,
 }
 
 impl TryFrom<Options> for Config {
@@ -27,6 +95,147 @@ impl TryFrom<Options> for Config {
         secure_serving
             .cert_dir
             .get_or_insert_with(|| PathBuf::from(DEFAULT_CERT_DIR));
-        Ok(Self { secure_serving })
+
+        let etcd = options.etcd;
+        let servers: Vec<String> = etcd
+            .etcd_servers
+            .iter()
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect();
+        for server in &servers {
+            if !(server.starts_with("http://") || server.starts_with("https://")) {
+                bail!(
+                    "invalid --etcd-servers {server:?}: must be a URL such as http://127.0.0.1:2379"
+                );
+            }
+        }
+        if !etcd.etcd_prefix.starts_with('/') {
+            bail!(
+                "invalid --etcd-prefix {:?}: must start with /",
+                etcd.etcd_prefix
+            );
+        }
+        let storage = if servers.is_empty() {
+            StorageConfig::Embedded {
+                data_dir: etcd.data_dir,
+            }
+        } else {
+            StorageConfig::Etcd {
+                servers,
+                prefix: etcd.etcd_prefix,
+            }
+        };
+
+        let authorization_modes = options
+            .authorization
+            .authorization_mode
+            .iter()
+            .map(|mode| match mode.trim() {
+                "AlwaysAllow" => Ok(AuthorizationMode::AlwaysAllow),
+                "AlwaysDeny" => Ok(AuthorizationMode::AlwaysDeny),
+                "RBAC" | "Node" | "Webhook" | "ABAC" => bail!(
+                    "--authorization-mode {mode:?} is not supported yet: supported modes are AlwaysAllow, AlwaysDeny"
+                ),
+                other => bail!("authorization-mode {other:?} is not a valid mode"),
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        if authorization_modes.is_empty() {
+            bail!("at least one authorization-mode must be passed");
+        }
+        if let Some(path) = &options.authentication.token_auth_file {
+            std::fs::metadata(path)
+                .with_context(|| format!("invalid --token-auth-file {}", path.display()))?;
+        }
+
+        let service_cluster_ip_range = Ipv4Cidr::parse(&options.misc.service_cluster_ip_range)
+            .map_err(|e| anyhow::anyhow!("invalid --service-cluster-ip-range: {e}"))?;
+        if service_cluster_ip_range.size() < 8 {
+            bail!("invalid --service-cluster-ip-range: the range is too small to hold services");
+        }
+        let service_node_port_range = parse_port_range(&options.misc.service_node_port_range)
+            .map_err(|e| anyhow::anyhow!("invalid --service-node-port-range: {e}"))?;
+
+        let advertise_address = options
+            .generic
+            .advertise_address
+            .or_else(|| {
+                let bind = secure_serving.bind_address;
+                (!bind.is_unspecified()).then_some(bind)
+            })
+            .unwrap_or_else(default_interface_address);
+
+        Ok(Self {
+            secure_serving,
+            storage,
+            compaction_interval: Some(etcd.etcd_compaction_interval.0).filter(|d| !d.is_zero()),
+            token_auth_file: options.authentication.token_auth_file,
+            anonymous_auth: options.authentication.anonymous_auth,
+            authorization_modes,
+            max_requests_inflight: options.generic.max_requests_inflight,
+            max_mutating_requests_inflight: options.generic.max_mutating_requests_inflight,
+            service_cluster_ip_range,
+            service_node_port_range,
+            advertise_address,
+        })
+    }
+}
+
+/// Parses upstream's port range syntax: `30000-32767` or `30000+2767`.
+fn parse_port_range(s: &str) -> Result<RangeInclusive<u16>, String> {
+    let invalid = || format!("{s:?} is not a port range (e.g. 30000-32767)");
+    let (low, high) = if let Some((low, high)) = s.split_once('-') {
+        let low: u16 = low.trim().parse().map_err(|_| invalid())?;
+        (low, high.trim().parse::<u16>().map_err(|_| invalid())?)
+    } else if let Some((low, size)) = s.split_once('+') {
+        let low: u16 = low.trim().parse().map_err(|_| invalid())?;
+        let size: u16 = size.trim().parse().map_err(|_| invalid())?;
+        (low, low.checked_add(size).ok_or_else(invalid)?)
+    } else {
+        return Err(invalid());
+    };
+    if low == 0 || high < low {
+        return Err(invalid());
+    }
+    Ok(low..=high)
+}
+
+/// The address of the interface the default route leaves by (no packet is sent: connecting a
+/// UDP socket only picks the route); loopback when the host has no route out.
+fn default_interface_address() -> IpAddr {
+    UdpSocket::bind("0.0.0.0:0")
+        .and_then(|socket| {
+            socket.connect("192.0.2.1:9")?;
+            socket.local_addr()
+        })
+        .map(|addr| addr.ip())
+        .ok()
+        .filter(|ip| !ip.is_unspecified())
+        .unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cidrs() {
+        let cidr = Ipv4Cidr::parse("10.0.0.7/24").unwrap();
+        assert_eq!(
+            (cidr.network, cidr.prefix_len, cidr.size()),
+            (Ipv4Addr::new(10, 0, 0, 0), 24, 256)
+        );
+        for bad in ["10.0.0.0", "10.0.0.0/33", "x/8", "10.0.0.0/-1", ""] {
+            assert!(Ipv4Cidr::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn port_ranges() {
+        assert_eq!(parse_port_range("30000-32767").unwrap(), 30000..=32767);
+        assert_eq!(parse_port_range("30000+10").unwrap(), 30000..=30010);
+        for bad in ["", "30000", "5-1", "0-10", "a-b", "65535+1"] {
+            assert!(parse_port_range(bad).is_err(), "{bad}");
+        }
     }
 }

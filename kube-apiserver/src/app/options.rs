@@ -1,9 +1,12 @@
 //! The command line of kube-apiserver, with upstream's flag names and sections.
 
 use super::config::Config;
-use clap::Parser;
+use clap::{Args, Parser};
 use component_base::cli::{CommonFlags, ComponentOptions};
+use component_base::duration::GoDuration;
 use component_base::serving::SecureServingOptions;
+use std::net::IpAddr;
+use std::path::PathBuf;
 
 /// The port upstream's apiserver serves HTTPS on.
 pub const DEFAULT_SECURE_PORT: u16 = 6443;
@@ -19,9 +22,107 @@ include pods, services, replicationcontrollers, and others."
 )]
 pub struct Options {
     #[command(flatten)]
+    pub generic: GenericOptions,
+    #[command(flatten)]
+    pub etcd: EtcdOptions,
+    #[command(flatten)]
     pub secure_serving: SecureServingOptions<DEFAULT_SECURE_PORT>,
     #[command(flatten)]
+    pub authentication: AuthenticationOptions,
+    #[command(flatten)]
+    pub authorization: AuthorizationOptions,
+    #[command(flatten)]
+    pub misc: MiscOptions,
+    #[command(flatten)]
     pub common: CommonFlags,
+}
+
+/// Upstream's "Generic flags".
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Generic flags")]
+pub struct GenericOptions {
+    /// The IP address on which to advertise the apiserver to members of the cluster. If blank,
+    /// the --bind-address will be used; if that is unspecified, the host's default interface.
+    #[arg(long, value_name = "ip")]
+    pub advertise_address: Option<IpAddr>,
+
+    /// This and --max-mutating-requests-inflight are summed to determine the server's total
+    /// concurrency limit. This flag is the maximum number of non-mutating requests in flight at a
+    /// given time.
+    #[arg(long, value_name = "int", default_value_t = 400)]
+    pub max_requests_inflight: usize,
+
+    /// The maximum number of mutating requests in flight at a given time.
+    #[arg(long, value_name = "int", default_value_t = 200)]
+    pub max_mutating_requests_inflight: usize,
+}
+
+/// Upstream's "Etcd flags", plus where the embedded store keeps its data.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Etcd flags")]
+pub struct EtcdOptions {
+    /// List of etcd servers to connect with (scheme://ip:port), comma separated. When empty,
+    /// the embedded single-node store under --data-dir is used.
+    #[arg(long, value_name = "strings", value_delimiter = ',')]
+    pub etcd_servers: Vec<String>,
+
+    /// The prefix to prepend to all resource paths in etcd.
+    #[arg(long, value_name = "string", default_value = "/registry")]
+    pub etcd_prefix: String,
+
+    /// The interval of compaction requests. If 0, the compaction request from apiserver is
+    /// disabled.
+    #[arg(long, value_name = "duration", default_value = "5m0s")]
+    pub etcd_compaction_interval: GoDuration,
+
+    /// Where the embedded store (used when --etcd-servers is empty) keeps its data.
+    #[arg(long, value_name = "string", default_value = "/var/lib/kube-apiserver")]
+    pub data_dir: PathBuf,
+}
+
+/// Upstream's "Authentication flags" (the rest of the chain arrives with the security issue).
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Authentication flags")]
+pub struct AuthenticationOptions {
+    /// If set, the file that will be used to secure the secure port of the API server via token
+    /// authentication.
+    #[arg(long, value_name = "string")]
+    pub token_auth_file: Option<PathBuf>,
+
+    /// Enables anonymous requests to the secure port of the API server. Requests that are not
+    /// rejected by another authentication method are treated as anonymous requests.
+    #[arg(long, value_name = "bool", default_value_t = true, num_args = 0..=1,
+          default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub anonymous_auth: bool,
+}
+
+/// Upstream's "Authorization flags".
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Authorization flags")]
+pub struct AuthorizationOptions {
+    /// Ordered list of plug-ins to do authorization on secure port. Supported today:
+    /// AlwaysAllow, AlwaysDeny.
+    #[arg(
+        long,
+        value_name = "strings",
+        value_delimiter = ',',
+        default_value = "AlwaysAllow"
+    )]
+    pub authorization_mode: Vec<String>,
+}
+
+/// Upstream's "Misc flags" for services.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Misc flags")]
+pub struct MiscOptions {
+    /// A CIDR notation IP range from which to assign service cluster IPs.
+    #[arg(long, value_name = "string", default_value = "10.0.0.0/24")]
+    pub service_cluster_ip_range: String,
+
+    /// A port range to reserve for services with NodePort visibility. Example: '30000-32767'.
+    /// Inclusive at both ends of the range.
+    #[arg(long, value_name = "portRange", default_value = "30000-32767")]
+    pub service_node_port_range: String,
 }
 
 impl ComponentOptions for Options {
