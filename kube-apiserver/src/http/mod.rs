@@ -2,6 +2,8 @@
 //! a request is about, errors as `Status` objects, content negotiation and body decoding,
 //! discovery documents, and the tower layers every request passes through.
 
+pub mod body;
+pub mod negotiation;
 pub mod request_info;
 pub mod response;
 pub mod status;

@@ -20,7 +20,8 @@ pub const OPTIMISTIC_LOCK_ERROR_MSG: &str =
 /// messages and details are exactly what clients (kubectl, client-go) parse.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ApiError {
-    status: Status,
+    // Boxed so `Result<_, ApiError>` stays small on the happy path.
+    status: Box<Status>,
 }
 
 /// A resource and its group, as upstream's `schema.GroupResource` (`pods`, `deployments.apps`).
@@ -56,20 +57,20 @@ impl std::fmt::Display for GroupResource<'_> {
 impl ApiError {
     /// Wraps a `Status` built elsewhere (e.g. by [`ErrorList::to_status`]).
     pub fn from_status(status: Status) -> Self {
-        ApiError { status }
+        ApiError {
+            status: Box::new(status),
+        }
     }
 
     fn failure(code: u16, reason: &str, message: String, details: Option<StatusDetails>) -> Self {
-        ApiError {
-            status: Status {
-                status: Some("Failure".to_string()),
-                code: Some(i32::from(code)),
-                reason: (!reason.is_empty()).then(|| reason.to_string()),
-                message: Some(message),
-                details,
-                ..Default::default()
-            },
-        }
+        Self::from_status(Status {
+            status: Some("Failure".to_string()),
+            code: Some(i32::from(code)),
+            reason: (!reason.is_empty()).then(|| reason.to_string()),
+            message: Some(message),
+            details,
+            ..Default::default()
+        })
     }
 
     fn object_details(gr: GroupResource<'_>, name: &str) -> Option<StatusDetails> {
@@ -312,7 +313,7 @@ impl ApiError {
 
     /// The `Status` object, consumed.
     pub fn into_status(self) -> Status {
-        self.status
+        *self.status
     }
 
     /// The HTTP status code (500 if the Status carries none or an invalid one).
@@ -346,7 +347,7 @@ impl ApiError {
     /// The Status as upstream encodes it: empty strings and lists in `details` are omitted
     /// (Go's `omitempty`), so core-group errors carry no `"group": ""`.
     pub fn to_json(&self) -> serde_json::Value {
-        let mut status = self.status.clone();
+        let mut status = (*self.status).clone();
         if let Some(d) = status.details.as_mut() {
             for field in [&mut d.group, &mut d.kind, &mut d.name, &mut d.uid] {
                 if field.as_deref() == Some("") {
