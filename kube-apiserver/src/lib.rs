@@ -4,6 +4,7 @@
 
 pub mod app;
 pub mod registry;
+pub mod rest;
 pub mod http;
 pub mod patch;
 pub mod storage;
