@@ -3,6 +3,7 @@
 //! discovery documents, and the tower layers every request passes through.
 
 pub mod body;
+pub mod discovery;
 pub mod negotiation;
 pub mod request_info;
 pub mod response;

@@ -46,3 +46,34 @@ pub fn json<T: serde::Serialize + ?Sized>(status: StatusCode, value: &T) -> Resp
             .into_response(),
     }
 }
+
+/// A response encoding `value` as negotiated (JSON, indented when `pretty`, or YAML) with the
+/// negotiated `Content-Type`.
+pub fn encode(
+    status: StatusCode,
+    value: &serde_json::Value,
+    media: &crate::http::negotiation::MediaType,
+) -> Response<Body> {
+    use crate::http::negotiation::Encoding;
+    let encoded = match media.encoding {
+        Encoding::Json if media.pretty => {
+            serde_json::to_vec_pretty(value).map_err(|e| e.to_string())
+        }
+        Encoding::Json => serde_json::to_vec(value).map_err(|e| e.to_string()),
+        Encoding::Yaml => serde_yaml::to_string(value)
+            .map(String::into_bytes)
+            .map_err(|e| e.to_string()),
+    };
+    let bytes = match encoded {
+        Ok(b) => b,
+        Err(e) => {
+            return crate::http::status::ApiError::internal(format!("encoding response: {e}"))
+                .into_response();
+        }
+    };
+    let mut resp = json_bytes(status, bytes);
+    if let Ok(ct) = HeaderValue::from_str(&media.content_type()) {
+        resp.headers_mut().insert(header::CONTENT_TYPE, ct);
+    }
+    resp
+}

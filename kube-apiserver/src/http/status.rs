@@ -93,6 +93,17 @@ impl ApiError {
         )
     }
 
+    /// 404 `NotFound` for a path nothing serves, as upstream's mux answers it:
+    /// `the server could not find the requested resource`.
+    pub fn path_not_found() -> Self {
+        Self::failure(
+            404,
+            "NotFound",
+            "the server could not find the requested resource".to_string(),
+            Some(StatusDetails::default()),
+        )
+    }
+
     /// 409 `AlreadyExists`: `pods "x" already exists`.
     pub fn already_exists(group: &str, resource: &str, name: &str) -> Self {
         let gr = GroupResource::new(group, resource);
@@ -498,6 +509,17 @@ mod tests {
                 base(410, "Expired", "too old resource version: 5 (10)"),
             ),
             (ApiError::gone("gone"), base(410, "Gone", "gone")),
+            (
+                ApiError::path_not_found(),
+                with_details(
+                    base(
+                        404,
+                        "NotFound",
+                        "the server could not find the requested resource",
+                    ),
+                    json!({}),
+                ),
+            ),
             (
                 ApiError::method_not_supported("", "bindings", "list"),
                 with_details(
