@@ -15,6 +15,7 @@ use super::event::{CacheEvent, WatchEvent};
 use super::watcher::Watcher;
 use super::{Cacher, Progress};
 use crate::storage::backend::{Event, StorageError, WatchStream};
+use crate::storage::codec::decode;
 
 impl Cacher {
     /// Runs until shutdown, then ends every watcher.
@@ -70,9 +71,14 @@ impl Cacher {
 
     /// Applies one backend change and hands it to every interested watcher.
     async fn process(&self, event: &Event) {
+        // Decoding is the costly part: keep it out of the lock readers wait on.
+        let decoded = match event {
+            Event::Put { kv, .. } => Some(decode(kv)),
+            Event::Delete { .. } => None,
+        };
         let (change, watchers, revision) = {
             let mut inner = self.inner.write();
-            let change = inner.store.apply(event);
+            let change = inner.store.apply(event, decoded);
             (change, inner.watchers.clone(), inner.store.revision())
         };
         self.progress.send_modify(|p| p.revision = revision);

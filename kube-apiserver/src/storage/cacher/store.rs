@@ -57,17 +57,22 @@ impl Store {
         self.oldest = revision;
     }
 
-    /// Applies a change from the backend watch. None when there is nothing to tell watchers:
-    /// a change the cache has already seen, or a value that cannot be decoded (logged; the
+    /// Applies a change from the backend watch; `decoded` is the new object of a put, decoded
+    /// by the caller before taking the lock. None when there is nothing to tell watchers: a
+    /// change the cache has already seen, or a value that cannot be decoded (logged; the
     /// revision still advances).
-    pub fn apply(&mut self, event: &Event) -> Option<Arc<CacheEvent>> {
+    pub fn apply(
+        &mut self,
+        event: &Event,
+        decoded: Option<Result<Value, StorageError>>,
+    ) -> Option<Arc<CacheEvent>> {
         let revision = event.revision();
         if revision <= self.revision {
             return None;
         }
         self.revision = revision;
         let change = match event {
-            Event::Put { kv, .. } => match decode(kv) {
+            Event::Put { kv, .. } => match decoded.unwrap_or_else(|| decode(kv)) {
                 Ok(object) => {
                     let object = Arc::new(object);
                     let prev = self.objects.insert(kv.key.clone(), object.clone());

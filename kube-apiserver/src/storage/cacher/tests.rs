@@ -736,3 +736,47 @@ async fn shutdown_ends_the_backend_watch_and_every_watcher() {
         Err(StorageError::Unavailable(_))
     ));
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_watcher_whose_client_left_is_forgotten() {
+    let backend = Arc::new(MemoryBackend::default());
+    let (cacher, _shutdown) = start(&backend, CacherConfig::default()).await;
+    // One client leaves while nothing happens, the other while changes flow: both watchers
+    // are forgotten by the next bookmark tick at the latest.
+    let idle = cacher
+        .watch(PODS, WatchStart::After(0), everything(), false)
+        .await
+        .expect("watch");
+    let busy = cacher
+        .watch(PODS, WatchStart::After(0), everything(), false)
+        .await
+        .expect("watch");
+    let mut stays = cacher
+        .watch(PODS, WatchStart::After(0), everything(), false)
+        .await
+        .expect("watch");
+    assert_eq!(cacher.watcher_count(), 3);
+    drop(idle);
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    assert_eq!(cacher.watcher_count(), 2);
+    drop(busy);
+    let a = create(&backend, "default", "a", "web").await;
+    let b = create(&backend, "default", "b", "web").await;
+    assert_eq!(
+        take(&mut stays, 2).await,
+        vec![added("a", "web", a), added("b", "web", b)]
+    );
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    assert_eq!(cacher.watcher_count(), 1);
+
+    let err = cacher
+        .watch(
+            "/registry/secrets/",
+            WatchStart::After(0),
+            everything(),
+            false,
+        )
+        .await
+        .expect_err("not this cache's resource");
+    assert!(matches!(err, StorageError::Internal(_)));
+}

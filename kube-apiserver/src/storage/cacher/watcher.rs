@@ -41,6 +41,9 @@ pub(super) fn spawn(
             let event = tokio::select! {
                 biased;
                 _ = stop.cancelled() => return,
+                // A client gone while nothing happens still frees its watcher (at the next
+                // bookmark tick, when the dispatcher sees `input` closed).
+                _ = output.closed() => return,
                 event = input.recv() => event,
             };
             let Some(event) = event else { return };
