@@ -5,6 +5,7 @@ pub mod backend;
 pub mod cacher;
 pub mod codec;
 pub mod embedded;
+pub mod etcd;
 /// The backend contract as checks, run by `tests/storage_*.rs` against each backend.
 #[doc(hidden)]
 pub mod conformance;
