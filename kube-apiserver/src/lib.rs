@@ -8,3 +8,4 @@ pub mod rest;
 pub mod http;
 pub mod patch;
 pub mod storage;
+pub mod tables;
