@@ -2,9 +2,14 @@
 //! a request is about, errors as `Status` objects, content negotiation and body decoding,
 //! discovery documents, and the tower layers every request passes through.
 
+pub mod auth;
 pub mod body;
 pub mod discovery;
+pub mod layers;
 pub mod negotiation;
 pub mod request_info;
 pub mod response;
+pub mod stack;
 pub mod status;
+
+pub use stack::{Stack, StackConfig, into_hyper, stack};

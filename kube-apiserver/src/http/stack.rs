@@ -1,0 +1,94 @@
+//! The request path assembled: every handler is wrapped in the same layers, in upstream's
+//! order (`DefaultBuildHandlerChain`, outermost first): panic recovery, request info, metrics
+//! and access log, authentication, in-flight limit, authorization, handler.
+//!
+//! Upstream counts a request against the in-flight limit before authorizing it (authorization
+//! is work too), so the limit sits between authentication (it exempts `system:masters`, so it
+//! needs the user) and authorization.
+
+use std::sync::Arc;
+
+use http::{Request, Response};
+use tower::{Service, ServiceBuilder, ServiceExt};
+
+use crate::http::auth::authenticator::Authenticator;
+use crate::http::auth::authorizer::{AlwaysAllow, Authorizer, with_privileged_groups};
+use crate::http::layers::authentication::{Authentication, AuthenticationLayer};
+use crate::http::layers::authorization::{Authorization, AuthorizationLayer};
+use crate::http::layers::inflight::{
+    DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT, DEFAULT_MAX_REQUESTS_INFLIGHT, InFlightLimit,
+    InFlightLimitLayer,
+};
+use crate::http::layers::metrics::{Metrics, MetricsLayer};
+use crate::http::layers::panic::{PanicRecovery, PanicRecoveryLayer};
+use crate::http::layers::request_info::{RequestInfoLayer, RequestInfoService};
+use crate::http::response::Body;
+
+/// What the layers need from the command line.
+#[derive(Clone)]
+pub struct StackConfig {
+    /// `--token-auth-file` and `--anonymous-auth`.
+    pub authenticator: Arc<Authenticator>,
+    /// `--authorization-mode` (already including the `system:masters` short-cut).
+    pub authorizer: Arc<dyn Authorizer>,
+    /// `--max-requests-inflight` (0: unlimited).
+    pub max_requests_inflight: usize,
+    /// `--max-mutating-requests-inflight` (0: unlimited).
+    pub max_mutating_requests_inflight: usize,
+}
+
+impl Default for StackConfig {
+    /// Anonymous requests, `AlwaysAllow`, upstream's default limits.
+    fn default() -> Self {
+        StackConfig {
+            authenticator: Arc::new(Authenticator::default()),
+            authorizer: Arc::new(with_privileged_groups(AlwaysAllow)),
+            max_requests_inflight: DEFAULT_MAX_REQUESTS_INFLIGHT,
+            max_mutating_requests_inflight: DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT,
+        }
+    }
+}
+
+/// The handler wrapped in every layer.
+pub type Stack<S> =
+    PanicRecovery<RequestInfoService<Metrics<Authentication<InFlightLimit<Authorization<S>>>>>>;
+
+/// Wraps `handler` (any `tower::Service<Request<B>>` answering `Response<Body>`, for any
+/// request body `B`: hyper's `Incoming` in the server, something simpler in tests) in the
+/// layers of the request path. The handler finds the `RequestInfo` and `UserInfo` extensions
+/// on every request it gets.
+pub fn stack<S>(handler: S, config: &StackConfig) -> Stack<S> {
+    ServiceBuilder::new()
+        .layer(PanicRecoveryLayer)
+        .layer(RequestInfoLayer)
+        .layer(MetricsLayer)
+        .layer(AuthenticationLayer::new(config.authenticator.clone()))
+        .layer(InFlightLimitLayer::new(
+            config.max_requests_inflight,
+            config.max_mutating_requests_inflight,
+        ))
+        .layer(AuthorizationLayer::new(config.authorizer.clone()))
+        .service(handler)
+}
+
+/// Adapts a tower service (such as a [`Stack`]) to the hyper service
+/// `component_base::serving` serves: every connection's requests go to a clone of it.
+pub fn into_hyper<S, B>(
+    service: S,
+) -> impl hyper::service::Service<
+    Request<B>,
+    Response = Response<Body>,
+    Error = S::Error,
+    Future = impl Send + 'static,
+> + Clone
++ Send
++ Sync
++ 'static
+where
+    S: Service<Request<B>, Response = Response<Body>> + Clone + Send + Sync + 'static,
+    S::Future: Send + 'static,
+    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    B: hyper::body::Body + Send + 'static,
+{
+    hyper::service::service_fn(move |req| service.clone().oneshot(req))
+}
