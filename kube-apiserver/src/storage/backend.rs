@@ -115,6 +115,9 @@ pub type WatchStream = BoxStream<'static, Result<Event, StorageError>>;
 #[async_trait]
 pub trait Backend: Send + Sync + 'static {
     /// The value of `key` now (`revision` None) or as it was at `revision`.
+    ///
+    /// For every read: a `revision` of 0 or less means "now" (etcd's reading); one below the
+    /// compacted revision is `Compacted`, one above the current revision `FutureRevision`.
     async fn get(
         &self,
         key: &str,
@@ -157,14 +160,16 @@ pub trait Backend: Send + Sync + 'static {
 
     /// Changes to keys starting with `prefix` made after revision `after` (events with a revision
     /// greater than `after`), in order, then live ones. `Compacted` if history from `after` on is
-    /// no longer kept.
+    /// no longer kept: `after + 1` below the compacted revision. With etcd a compaction racing
+    /// the start can only be told on the stream, so `Compacted` may also come as its first item.
     async fn watch(&self, prefix: &str, after: Revision) -> Result<WatchStream, StorageError>;
 
     /// The store's current revision (the revision of the last write).
     async fn current_revision(&self) -> Result<Revision, StorageError>;
 
     /// Forgets the history before `revision`: reads and watches at older revisions fail with
-    /// `Compacted` from then on. Current values are kept.
+    /// `Compacted` from then on. Current values are kept. `Compacted` if `revision` is not above
+    /// the compacted revision already, `FutureRevision` if it is above the current one.
     async fn compact(&self, revision: Revision) -> Result<(), StorageError>;
 
     /// The oldest revision whose history is still kept.
