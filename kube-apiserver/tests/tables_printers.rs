@@ -791,7 +791,12 @@ fn default_table_for_unknown_resources_and_crds() {
         ("example.com", "widgets"),
         ("apiextensions.k8s.io", "customresourcedefinitions"),
     ] {
-        let table = to_table(group, resource, &[widget.clone()], &TableOptions::at(now()));
+        let table = to_table(
+            group,
+            resource,
+            std::slice::from_ref(&widget),
+            &TableOptions::at(now()),
+        );
         let columns: Vec<(&str, &str)> = table["columnDefinitions"]
             .as_array()
             .expect("columns")
