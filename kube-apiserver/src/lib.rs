@@ -6,6 +6,7 @@ pub mod app;
 pub mod registry;
 pub mod rest;
 pub mod http;
+pub mod openapi;
 pub mod patch;
 pub mod storage;
 pub mod tables;
