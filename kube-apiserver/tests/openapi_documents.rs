@@ -287,6 +287,11 @@ async fn schemas_carry_patch_and_list_facts_and_upstream_scalar_shapes() {
         "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
     );
     assert!(metadata["description"].is_string());
+    // metadata is optional upstream (k8s-openapi's Rust types would make it required).
+    let pod_required = schemas["io.k8s.api.core.v1.Pod"]["required"].as_array();
+    assert!(!pod_required.is_some_and(|r| r.contains(&serde_json::json!("metadata"))));
+    let container_required = schemas["io.k8s.api.core.v1.Container"]["required"].as_array();
+    assert!(container_required.is_some_and(|r| r.contains(&serde_json::json!("name"))));
     let int_or_string = &schemas["io.k8s.apimachinery.pkg.util.intstr.IntOrString"];
     assert_eq!(int_or_string["format"], "int-or-string");
     assert_eq!(int_or_string["x-kubernetes-int-or-string"], true);

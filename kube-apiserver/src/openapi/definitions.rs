@@ -64,6 +64,7 @@ impl Definitions {
         }
         add_meta_types(&mut generator);
         let mut schemas = generator.take_definitions(false);
+        schemas.values_mut().for_each(metadata_is_optional);
 
         add_group_version_kinds(&mut schemas, &kinds);
         add_lists(&mut schemas, &kinds);
@@ -266,6 +267,20 @@ fn add_lists(schemas: &mut Map<String, Value>, kinds: &[KindSchema]) {
             kind.version,
             &format!("{}List", kind.kind),
         );
+    }
+}
+
+/// k8s-openapi lists `metadata` as required because its Rust field is not an `Option`;
+/// upstream's types all mark it optional (kubectl explain would print `-required-`).
+fn metadata_is_optional(schema: &mut Value) {
+    let Some(Value::Array(required)) = schema.get_mut("required") else {
+        return;
+    };
+    required.retain(|field| field != "metadata");
+    if required.is_empty()
+        && let Value::Object(schema) = schema
+    {
+        schema.remove("required");
     }
 }
 
