@@ -168,6 +168,35 @@ async fn every_served_resource_has_its_operations_and_schema() {
                     let path_params = param_names(&paths[path.as_str()]);
                     assert!(path_params.contains(&"pretty"), "{path}: no pretty");
                 }
+                // Every subresource but the streaming/proxy ones has its path, speaking its
+                // own kind (Scale, Eviction, TokenRequest, ...).
+                for sub in r.subresources {
+                    if ["attach", "exec", "portforward", "proxy"].contains(&sub.name) {
+                        continue;
+                    }
+                    let path = format!("{object}/{}", sub.name);
+                    let item = paths
+                        .get(&path)
+                        .unwrap_or_else(|| panic!("{key}: no path {path}"));
+                    let op = ["get", "put", "post"]
+                        .iter()
+                        .map(|m| &item[*m])
+                        .find(|op| op.is_object())
+                        .unwrap_or_else(|| panic!("{path}: no operation"));
+                    if sub.name != "log" {
+                        let gv = sub.group_version.unwrap_or(r.group_version());
+                        assert!(
+                            gvk_matches(
+                                &op["x-kubernetes-group-version-kind"],
+                                gv.group,
+                                gv.version,
+                                sub.kind
+                            ),
+                            "{path}: GVK {}",
+                            op["x-kubernetes-group-version-kind"]
+                        );
+                    }
+                }
                 if r.supports(Verb::Watch) {
                     let watch = format!("{prefix}/watch{scope}/{}", r.plural);
                     assert_eq!(paths[&watch]["get"]["x-kubernetes-action"], "watchlist");
