@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs what building and testing need on a fresh machine, and nothing when it is there.
-# Today: the Rust toolchain pinned in rust-toolchain.toml (with rustfmt and clippy) and curl.
+# Today: the Rust toolchain pinned in rust-toolchain.toml (with rustfmt and clippy), curl,
+# protoc (etcd-client generates its gRPC code at build time) and etcd (the etcd backend's tests
+# start a real one).
 # The upstream kubectl the tests use as an oracle is expected at /usr/bin/kubectl.
 set -euo pipefail
 
@@ -9,10 +11,16 @@ cd "$root"
 
 need_apt=()
 command -v curl >/dev/null 2>&1 || need_apt+=(curl)
+command -v protoc >/dev/null 2>&1 || need_apt+=(protobuf-compiler)
+[ -x /usr/bin/etcd ] || need_apt+=(etcd-server)
 if [ ${#need_apt[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq "${need_apt[@]}"
+  # Debian starts etcd as a service on install; the tests start their own.
+  if [ -x /usr/bin/etcd ] && command -v systemctl >/dev/null 2>&1; then
+    systemctl disable --now etcd >/dev/null 2>&1 || true
+  fi
 fi
 
 if ! command -v cargo >/dev/null 2>&1; then

@@ -1,8 +1,24 @@
-//! The run phase: serve until a signal asks to stop, failing readiness while draining.
+//! The run phase: open storage, start the watch caches, create the bootstrap objects, serve the
+//! API over HTTPS until a signal asks to stop, failing readiness while draining.
 
-use super::config::Config;
+use super::bootstrap;
+use super::config::{Config, StorageConfig};
+use super::router::Router;
+use crate::http::discovery::DiscoveryHandler;
+use crate::rest::state::ApiState;
+use crate::storage::backend::Backend;
+use crate::storage::embedded::EmbeddedBackend;
+use crate::storage::etcd::EtcdBackend;
+use anyhow::Context;
 use component_base::debug::DebugHandlers;
+use component_base::healthz::HealthCheck;
+use component_base::serving::{serve, tls_config};
 use component_base::signals::shutdown_on_signals;
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
 
 /// The name of the generated serving certificate pair in `--cert-dir`, as upstream's.
 const CERT_PAIR_NAME: &str = "apiserver";
@@ -14,7 +30,101 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         version = component_base::version::GIT_VERSION,
         "starting kube-apiserver"
     );
-    DebugHandlers::default()
-        .serve_until_shutdown(&config.secure_serving, CERT_PAIR_NAME, shutdown)
+    let backend = open_storage(&config.storage).await?;
+    let state = ApiState::start(backend.clone(), shutdown.clone())
         .await
+        .context("starting the watch caches")?;
+    bootstrap::ensure(&state, &config)
+        .await
+        .context("creating the bootstrap objects")?;
+    if let Some(interval) = config.compaction_interval {
+        tokio::spawn(compact_periodically(
+            backend.clone(),
+            interval,
+            shutdown.clone(),
+        ));
+    }
+
+    let debug = DebugHandlers::default();
+    let storage = backend.clone();
+    debug
+        .health
+        .add_everywhere(HealthCheck::new("etcd", move || {
+            let storage = storage.clone();
+            async move {
+                storage
+                    .current_revision()
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| e.to_string())
+            }
+        }));
+    let address = format!(
+        "{}:{}",
+        config.advertise_address, config.secure_serving.secure_port
+    );
+    let router = Router {
+        state,
+        debug: debug.clone(),
+        discovery: DiscoveryHandler::new(address),
+    };
+    let service = hyper::service::service_fn(move |req| {
+        let router = router.clone();
+        async move { Ok::<_, Infallible>(router.route(req).await) }
+    });
+
+    let addr = config
+        .secure_serving
+        .listen_addr()
+        .context("the apiserver needs --secure-port")?;
+    let tls = tls_config(config.secure_serving.serving_cert(CERT_PAIR_NAME)?)?;
+    let listener = TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("failed to listen on {addr}"))?;
+    let server = serve(listener, Some(tls), service, shutdown.clone())?;
+    tracing::info!(address = %server.local_addr, "serving securely");
+    shutdown.cancelled().await;
+    debug.health.mark_shutting_down();
+    server.wait().await;
+    Ok(())
+}
+
+async fn open_storage(storage: &StorageConfig) -> anyhow::Result<Arc<dyn Backend>> {
+    Ok(match storage {
+        StorageConfig::Embedded { data_dir } => {
+            std::fs::create_dir_all(data_dir)
+                .with_context(|| format!("creating --data-dir {}", data_dir.display()))?;
+            Arc::new(
+                EmbeddedBackend::open(data_dir)
+                    .with_context(|| format!("opening the store in {}", data_dir.display()))?,
+            )
+        }
+        StorageConfig::Etcd { servers, prefix } => Arc::new(
+            EtcdBackend::connect(servers, prefix)
+                .await
+                .with_context(|| format!("connecting to etcd at {}", servers.join(",")))?,
+        ),
+    })
+}
+
+/// Compacts history older than one interval, as upstream's apiserver asks etcd to: each tick
+/// compacts to the revision seen at the previous tick.
+async fn compact_periodically(
+    backend: Arc<dyn Backend>,
+    interval: Duration,
+    shutdown: CancellationToken,
+) {
+    let mut previous = None;
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = tokio::time::sleep(interval) => {}
+        }
+        if let Some(revision) = previous
+            && let Err(err) = backend.compact(revision).await
+        {
+            tracing::warn!(%err, revision, "compaction failed");
+        }
+        previous = backend.current_revision().await.ok();
+    }
 }

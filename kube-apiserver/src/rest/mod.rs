@@ -1,5 +1,10 @@
 //! The REST layer: resource requests decoded, dispatched to the generic registry, and encoded
 //! back as upstream does (JSON, YAML, Table, watch streams).
 
+pub mod encode;
 pub mod errors;
+pub mod handler;
 pub mod query;
+pub mod state;
+pub mod subresources;
+pub mod watch;

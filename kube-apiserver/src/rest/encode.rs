@@ -1,0 +1,124 @@
+//! Responses of resource requests: the object (or list) converted as the Accept header asked
+//! (Table, PartialObjectMetadata) and encoded as JSON or YAML.
+
+use crate::http::negotiation::{Conversion, Encoding, MediaType};
+use crate::http::response::{Body, full};
+use crate::http::status::ApiError;
+use crate::tables::{IncludeObject, TableOptions, to_table};
+use api_types::registry::ResourceInfo;
+use http::{HeaderValue, Response, StatusCode, header};
+use serde_json::{Value, json};
+
+/// List metadata carried into every representation of a list.
+#[derive(Debug, Clone, Default)]
+pub struct ListMeta {
+    pub resource_version: String,
+    pub continue_token: Option<String>,
+    pub remaining_item_count: Option<i64>,
+}
+
+/// The `<Kind>List` object of `items`.
+pub fn list_object(info: &ResourceInfo, items: Vec<Value>, meta: &ListMeta) -> Value {
+    let mut metadata = json!({"resourceVersion": meta.resource_version});
+    if let Some(token) = &meta.continue_token {
+        metadata["continue"] = json!(token);
+    }
+    if let Some(count) = meta.remaining_item_count {
+        metadata["remainingItemCount"] = json!(count);
+    }
+    json!({
+        "apiVersion": info.api_version(),
+        "kind": format!("{}List", info.kind),
+        "metadata": metadata,
+        "items": items,
+    })
+}
+
+/// `PartialObjectMetadata` of one object.
+fn partial_metadata(object: &Value, version: &str) -> Value {
+    json!({
+        "apiVersion": format!("meta.k8s.io/{version}"),
+        "kind": "PartialObjectMetadata",
+        "metadata": object.get("metadata").cloned().unwrap_or(json!({})),
+    })
+}
+
+/// Converts `body` (an object, or a list when `list` is given) as `media` asks.
+pub fn convert(
+    info: &ResourceInfo,
+    body: Value,
+    list: Option<&ListMeta>,
+    media: &MediaType,
+    include_object: IncludeObject,
+) -> Value {
+    match media.conversion {
+        Conversion::Table { version } => {
+            let objects = match list {
+                Some(_) => body["items"].as_array().cloned().unwrap_or_default(),
+                None => vec![body],
+            };
+            let mut options = TableOptions::at(jiff::Timestamp::now());
+            options.include_object = include_object;
+            if let Some(meta) = list {
+                options.resource_version = Some(meta.resource_version.clone());
+                options.continue_token = meta.continue_token.clone();
+                options.remaining_item_count = meta.remaining_item_count;
+            }
+            let mut table = to_table(info.group, info.plural, &objects, &options);
+            table["apiVersion"] = json!(format!("meta.k8s.io/{version}"));
+            table
+        }
+        Conversion::PartialObjectMetadata { version }
+        | Conversion::PartialObjectMetadataList { version } => match list {
+            Some(meta) => {
+                let items: Vec<Value> = body["items"]
+                    .as_array()
+                    .map(|items| items.iter().map(|o| partial_metadata(o, version)).collect())
+                    .unwrap_or_default();
+                let mut out = json!({
+                    "apiVersion": format!("meta.k8s.io/{version}"),
+                    "kind": "PartialObjectMetadataList",
+                    "metadata": {"resourceVersion": meta.resource_version},
+                    "items": items,
+                });
+                if let Some(token) = &meta.continue_token {
+                    out["metadata"]["continue"] = json!(token);
+                }
+                out
+            }
+            None => partial_metadata(&body, version),
+        },
+        _ => body,
+    }
+}
+
+/// Encodes `value` as `media` says with `status`.
+pub fn respond(status: StatusCode, value: &Value, media: &MediaType) -> Response<Body> {
+    match encode(value, media) {
+        Ok(bytes) => {
+            let mut response = Response::new(full(bytes));
+            *response.status_mut() = status;
+            if let Ok(content_type) = HeaderValue::from_str(&media.content_type()) {
+                response
+                    .headers_mut()
+                    .insert(header::CONTENT_TYPE, content_type);
+            }
+            response
+        }
+        Err(err) => err.into_response(),
+    }
+}
+
+/// The bytes of `value` in the negotiated encoding.
+pub fn encode(value: &Value, media: &MediaType) -> Result<Vec<u8>, ApiError> {
+    let encoded = match media.encoding {
+        Encoding::Json if media.pretty => {
+            serde_json::to_vec_pretty(value).map_err(|e| e.to_string())
+        }
+        Encoding::Json => serde_json::to_vec(value).map_err(|e| e.to_string()),
+        Encoding::Yaml => serde_yaml::to_string(value)
+            .map(String::into_bytes)
+            .map_err(|e| e.to_string()),
+    };
+    encoded.map_err(|e| ApiError::internal(format!("encoding the response: {e}")))
+}

@@ -1,0 +1,499 @@
+//! Resource requests: decode, dispatch to the generic registry by verb and subresource, encode.
+
+use super::encode::{ListMeta, convert, list_object, respond};
+use super::query::Query;
+use super::state::{ApiState, ResourceEntry};
+use super::{subresources, watch};
+use crate::http::body::{MAX_REQUEST_BODY_BYTES, decode, read_body};
+use crate::http::negotiation::{
+    EndpointRestrictions, MediaType, PatchType as WirePatch, negotiate_input, negotiate_output,
+    negotiate_patch,
+};
+use crate::http::request_info::RequestInfo;
+use crate::http::response::{Body, BoxError};
+use crate::http::status::ApiError;
+use crate::patch::{PatchError, PatchTarget, PatchType, apply_patch};
+use crate::registry::{DeleteOptions, DeleteOutcome, Part, RegistryError};
+use crate::tables::IncludeObject;
+use api_types::registry::ResourceInfo;
+use http::{Request, Response, StatusCode, header};
+use hyper::body::Body as HttpBody;
+use serde_json::{Value, json};
+
+/// What a handler needs of the request besides its body.
+pub struct Call<'a> {
+    pub entry: &'a ResourceEntry,
+    pub info: &'static ResourceInfo,
+    pub request: &'a RequestInfo,
+    pub namespace: Option<&'a str>,
+    pub query: Query,
+    pub accept: Option<String>,
+    pub content_type: Option<String>,
+}
+
+impl Call<'_> {
+    pub fn name(&self) -> &str {
+        &self.request.name
+    }
+
+    pub fn media(&self, endpoint: EndpointRestrictions) -> Result<MediaType, ApiError> {
+        negotiate_output(self.accept.as_deref(), endpoint)
+    }
+
+    pub fn include_object(&self) -> Result<IncludeObject, ApiError> {
+        IncludeObject::parse(self.query.get("includeObject").unwrap_or("")).ok_or_else(|| {
+            ApiError::bad_request("includeObject: Unsupported value: supported values: \"None\", \"Metadata\", \"Object\"")
+        })
+    }
+
+    /// Answers with one object, converted and encoded as negotiated.
+    pub fn object_response(
+        &self,
+        status: StatusCode,
+        object: Value,
+    ) -> Result<Response<Body>, ApiError> {
+        let media = self.media(EndpointRestrictions::RESOURCE)?;
+        let body = convert(self.info, object, None, &media, self.include_object()?);
+        Ok(respond(status, &body, &media))
+    }
+}
+
+/// Serves a resource request; every failure is a `Status` response.
+pub async fn handle<B>(state: &ApiState, request: &RequestInfo, req: Request<B>) -> Response<Body>
+where
+    B: HttpBody + Send + 'static,
+    B::Error: Into<BoxError>,
+{
+    match dispatch(state, request, req).await {
+        Ok(response) => response,
+        Err(err) => err.into_response(),
+    }
+}
+
+fn header_string<B>(req: &Request<B>, name: header::HeaderName) -> Option<String> {
+    req.headers()
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(String::from)
+}
+
+async fn dispatch<B>(
+    state: &ApiState,
+    request: &RequestInfo,
+    req: Request<B>,
+) -> Result<Response<Body>, ApiError>
+where
+    B: HttpBody + Send + 'static,
+    B::Error: Into<BoxError>,
+{
+    let entry = state
+        .entry(&request.api_group, &request.api_version, &request.resource)
+        .ok_or_else(page_not_found)?;
+    let info = entry.store.info();
+    let given_namespace = (!request.namespace.is_empty()).then_some(request.namespace.as_str());
+    // `/api/v1/namespaces/<name>` carries the namespace's own name in the namespace position.
+    let is_namespaces = info.group.is_empty() && info.plural == "namespaces";
+    let namespace = given_namespace.filter(|_| info.namespaced);
+    // A cluster-scoped resource has no namespaced path, and a namespaced one only lists and
+    // watches across namespaces.
+    match (info.namespaced, given_namespace) {
+        (false, Some(_)) if !is_namespaces => return Err(page_not_found()),
+        (true, None) if !matches!(request.verb.as_str(), "list" | "watch") => {
+            return Err(page_not_found());
+        }
+        _ => {}
+    }
+    let call = Call {
+        entry,
+        info,
+        request,
+        namespace,
+        query: Query::parse(req.uri().query()),
+        accept: header_string(&req, header::ACCEPT),
+        content_type: header_string(&req, header::CONTENT_TYPE),
+    };
+    if call.query.dry_run()? {
+        return Err(ApiError::bad_request(
+            "dryRun=All is not supported by this server yet",
+        ));
+    }
+    let body = req.into_body();
+    match (request.verb.as_str(), request.subresource.as_str()) {
+        ("get", "" | "status") => {
+            let object = entry.store.get(namespace, call.name()).await?;
+            call.object_response(StatusCode::OK, object)
+        }
+        ("list", "") => list(&call).await,
+        ("watch", "") => watch::serve(&call).await,
+        ("create", "") => {
+            let object = read_object(&call, body).await?;
+            let created = entry.store.create(namespace, object).await?;
+            call.object_response(StatusCode::CREATED, created)
+        }
+        ("update", sub @ ("" | "status" | "finalize")) => {
+            let object = read_object(&call, body).await?;
+            let updated = if sub == "finalize" {
+                finalize_namespace(&call, object).await?
+            } else {
+                let part = if sub == "status" {
+                    Part::Status
+                } else {
+                    Part::Main
+                };
+                entry
+                    .store
+                    .update(namespace, call.name(), object, part)
+                    .await?
+            };
+            call.object_response(StatusCode::OK, updated)
+        }
+        ("patch", sub @ ("" | "status")) => {
+            let part = if sub == "status" {
+                Part::Status
+            } else {
+                Part::Main
+            };
+            let patched = patch(&call, body, part).await?;
+            call.object_response(StatusCode::OK, patched)
+        }
+        ("delete", "") => delete(&call, body).await,
+        ("deletecollection", "") => delete_collection(&call, body).await,
+        (_, "scale") => subresources::scale(&call, body).await,
+        ("create", "binding") => subresources::bind(&call, body).await,
+        ("create", "eviction") => subresources::evict(&call, body).await,
+        (verb, sub) => {
+            let resource = if sub.is_empty() {
+                info.plural.to_string()
+            } else {
+                format!("{}/{sub}", info.plural)
+            };
+            Err(ApiError::method_not_supported(info.group, &resource, verb))
+        }
+    }
+}
+
+/// The 404 upstream gives for a path that names no served resource.
+pub fn page_not_found() -> ApiError {
+    let mut err = ApiError::not_found("", "", "");
+    err = ApiError::from_status(
+        api_types::k8s_openapi::apimachinery::pkg::apis::meta::v1::Status {
+            message: Some("the server could not find the requested resource".into()),
+            ..err.into_status()
+        },
+    );
+    err
+}
+
+/// Reads and decodes a request body (JSON or YAML by Content-Type, 3 MiB at most).
+pub async fn read_body_value<B>(call: &Call<'_>, body: B) -> Result<Value, ApiError>
+where
+    B: HttpBody,
+    B::Error: Into<BoxError>,
+{
+    let format = negotiate_input(call.content_type.as_deref())?;
+    let bytes = read_body(body, MAX_REQUEST_BODY_BYTES).await?;
+    decode(&bytes, format)
+}
+
+/// Reads the object of a create or update and checks it is of this endpoint's kind.
+async fn read_object<B>(call: &Call<'_>, body: B) -> Result<Value, ApiError>
+where
+    B: HttpBody,
+    B::Error: Into<BoxError>,
+{
+    let mut object = read_body_value(call, body).await?;
+    check_kind(call.info, &mut object)?;
+    Ok(object)
+}
+
+/// Fills apiVersion/kind when absent; different ones are a 400 as upstream.
+pub fn check_kind(info: &ResourceInfo, object: &mut Value) -> Result<(), ApiError> {
+    let Some(map) = object.as_object_mut() else {
+        return Err(ApiError::bad_request(
+            "the body of the request is not a JSON object",
+        ));
+    };
+    let expected_version = info.api_version();
+    match map.get("apiVersion").and_then(Value::as_str) {
+        Some(given) if given != expected_version => {
+            return Err(ApiError::bad_request(format!(
+                "the API version in the data ({given}) does not match the expected API version ({expected_version})"
+            )));
+        }
+        Some(_) => {}
+        None => {
+            map.insert("apiVersion".into(), json!(expected_version));
+        }
+    }
+    match map.get("kind").and_then(Value::as_str) {
+        Some(given) if given != info.kind => Err(ApiError::bad_request(format!(
+            "the kind in the data ({given}) does not match the expected kind ({})",
+            info.kind
+        ))),
+        Some(_) => Ok(()),
+        None => {
+            map.insert("kind".into(), json!(info.kind));
+            Ok(())
+        }
+    }
+}
+
+async fn list(call: &Call<'_>) -> Result<Response<Body>, ApiError> {
+    let options = call.query.list_options(call.info)?;
+    let media = call.media(EndpointRestrictions::RESOURCE)?;
+    let from_cache = options.resource_version.as_deref() == Some("0")
+        && options.limit == 0
+        && options.continue_token.is_none();
+    let (items, meta) = if from_cache {
+        // resourceVersion=0: any recent state will do, served from the watch cache.
+        let store = call.entry.store.clone();
+        let opts = options.clone();
+        let filter: crate::storage::cacher::Filter =
+            std::sync::Arc::new(move |object: &Value| store.selected(object, &opts));
+        let prefix = crate::registry::keys::namespace_prefix(call.info, call.namespace);
+        let (objects, revision) = call.entry.cacher.list(&prefix, &filter);
+        let items = objects.iter().map(|o| (**o).clone()).collect();
+        (
+            items,
+            ListMeta {
+                resource_version: revision.to_string(),
+                ..Default::default()
+            },
+        )
+    } else {
+        let page = call.entry.store.list(call.namespace, &options).await?;
+        (
+            page.items,
+            ListMeta {
+                resource_version: page.resource_version.to_string(),
+                continue_token: page.continue_token,
+                remaining_item_count: page.remaining,
+            },
+        )
+    };
+    let body = list_object(call.info, items, &meta);
+    let body = convert(call.info, body, Some(&meta), &media, call.include_object()?);
+    Ok(respond(StatusCode::OK, &body, &media))
+}
+
+async fn patch<B>(call: &Call<'_>, body: B, part: Part) -> Result<Value, ApiError>
+where
+    B: HttpBody,
+    B::Error: Into<BoxError>,
+{
+    let kind = match negotiate_patch(call.content_type.as_deref())? {
+        WirePatch::Json => PatchType::Json,
+        WirePatch::Merge => PatchType::Merge,
+        WirePatch::StrategicMerge => PatchType::StrategicMerge,
+        WirePatch::Apply => {
+            return Err(ApiError::unsupported_media_type(&[
+                "application/json-patch+json",
+                "application/merge-patch+json",
+                "application/strategic-merge-patch+json",
+            ]));
+        }
+    };
+    let bytes = read_body(body, MAX_REQUEST_BODY_BYTES).await?;
+    let info = call.info;
+    let target = PatchTarget::BuiltIn {
+        group: info.group,
+        kind: info.kind,
+    };
+    let mut patch_error = None;
+    let result = call
+        .entry
+        .store
+        .guaranteed_update(call.namespace, call.name(), part, |old| {
+            apply_patch(kind, old, &bytes, target).map_err(|err| {
+                let message = err.to_string();
+                patch_error = Some(err);
+                RegistryError::BadRequest(message)
+            })
+        })
+        .await;
+    match (result, patch_error) {
+        (Ok(object), _) => Ok(object),
+        (Err(_), Some(err)) => Err(patch_error_status(info, call.name(), err)),
+        (Err(err), None) => Err(err.into()),
+    }
+}
+
+/// A patch that does not apply, with the status upstream answers for its kind of failure.
+fn patch_error_status(info: &ResourceInfo, name: &str, err: PatchError) -> ApiError {
+    let message = err.to_string();
+    match err.status_code() {
+        413 => ApiError::request_entity_too_large(&message),
+        415 => ApiError::unsupported_media_type(&[
+            "application/json-patch+json",
+            "application/merge-patch+json",
+        ]),
+        422 => {
+            let mut errors = api_types::validation::ErrorList::new();
+            errors.push(api_types::validation::FieldError::invalid(
+                &api_types::validation::FieldPath::new(""),
+                "",
+                message,
+            ));
+            ApiError::invalid(info.group, info.kind, name, &errors)
+        }
+        _ => ApiError::bad_request(message),
+    }
+}
+
+/// The DeleteOptions of a delete: the body (if any) then the query, as upstream merges them.
+pub async fn delete_options<B>(call: &Call<'_>, body: B) -> Result<DeleteOptions, ApiError>
+where
+    B: HttpBody,
+    B::Error: Into<BoxError>,
+{
+    let bytes = read_body(body, MAX_REQUEST_BODY_BYTES).await?;
+    let from_body = if bytes.iter().all(u8::is_ascii_whitespace) {
+        Value::Null
+    } else {
+        decode(&bytes, crate::http::negotiation::InputFormat::Json)?
+    };
+    delete_options_from(&from_body, &call.query)
+}
+
+/// DeleteOptions from a decoded body and the query.
+pub fn delete_options_from(body: &Value, query: &Query) -> Result<DeleteOptions, ApiError> {
+    let grace = match query.get("gracePeriodSeconds") {
+        Some(v) => Some(
+            v.parse::<i64>()
+                .map_err(|_| ApiError::bad_request(format!("invalid gracePeriodSeconds {v:?}")))?,
+        ),
+        None => body["gracePeriodSeconds"].as_i64(),
+    };
+    let mut policy = query
+        .get("propagationPolicy")
+        .map(String::from)
+        .or_else(|| body["propagationPolicy"].as_str().map(String::from));
+    // The deprecated orphanDependents maps onto a policy, as upstream does.
+    let orphan = query
+        .get("orphanDependents")
+        .map(|v| v == "true")
+        .or_else(|| body["orphanDependents"].as_bool());
+    if policy.is_none() {
+        policy = orphan.map(|o| if o { "Orphan" } else { "Background" }.to_string());
+    }
+    if let Some(p) = &policy
+        && !matches!(p.as_str(), "Orphan" | "Background" | "Foreground")
+    {
+        return Err(ApiError::bad_request(format!(
+            "propagationPolicy: Unsupported value: {p:?}: supported values: \"Foreground\", \"Background\", \"Orphan\""
+        )));
+    }
+    Ok(DeleteOptions {
+        grace_period_seconds: grace,
+        precondition_uid: body["preconditions"]["uid"].as_str().map(String::from),
+        precondition_resource_version: body["preconditions"]["resourceVersion"]
+            .as_str()
+            .map(String::from),
+        propagation_policy: policy,
+    })
+}
+
+async fn delete<B>(call: &Call<'_>, body: B) -> Result<Response<Body>, ApiError>
+where
+    B: HttpBody,
+    B::Error: Into<BoxError>,
+{
+    let options = delete_options(call, body).await?;
+    let outcome = call
+        .entry
+        .store
+        .delete(call.namespace, call.name(), &options)
+        .await?;
+    match outcome {
+        DeleteOutcome::Deleted(object) if !call.entry.store.strategy.returns_deleted_object() => {
+            let media = call.media(EndpointRestrictions::NONE)?;
+            Ok(respond(
+                StatusCode::OK,
+                &success_status(call.info, &object),
+                &media,
+            ))
+        }
+        DeleteOutcome::Deleted(object) | DeleteOutcome::Pending(object) => {
+            call.object_response(StatusCode::OK, object)
+        }
+    }
+}
+
+/// Upstream's `Status` of a delete whose object is gone.
+pub fn success_status(info: &ResourceInfo, object: &Value) -> Value {
+    json!({
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
+        "details": {
+            "name": object["metadata"]["name"],
+            "group": info.group,
+            "kind": info.plural,
+            "uid": object["metadata"]["uid"],
+        },
+    })
+}
+
+async fn delete_collection<B>(call: &Call<'_>, body: B) -> Result<Response<Body>, ApiError>
+where
+    B: HttpBody,
+    B::Error: Into<BoxError>,
+{
+    let delete = delete_options(call, body).await?;
+    let mut list = call.query.list_options(call.info)?;
+    list.limit = 0;
+    list.continue_token = None;
+    let page = call.entry.store.list(call.namespace, &list).await?;
+    let mut deleted = Vec::with_capacity(page.items.len());
+    for object in page.items {
+        let name = object["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let namespace = object["metadata"]["namespace"].as_str().map(String::from);
+        match call
+            .entry
+            .store
+            .delete(namespace.as_deref(), &name, &delete)
+            .await
+        {
+            Ok(DeleteOutcome::Deleted(o) | DeleteOutcome::Pending(o)) => deleted.push(o),
+            // Gone meanwhile: that is what was asked.
+            Err(RegistryError::NotFound { .. }) => {}
+            Err(err) => return Err(err.into()),
+        }
+    }
+    let meta = ListMeta {
+        resource_version: page.resource_version.to_string(),
+        ..Default::default()
+    };
+    let media = call.media(EndpointRestrictions::NONE)?;
+    Ok(respond(
+        StatusCode::OK,
+        &list_object(call.info, deleted, &meta),
+        &media,
+    ))
+}
+
+/// `PUT namespaces/<name>/finalize`: only `spec.finalizers` changes.
+async fn finalize_namespace(call: &Call<'_>, object: Value) -> Result<Value, ApiError> {
+    let finalizers = object["spec"]["finalizers"].clone();
+    let rv = object["metadata"]["resourceVersion"].clone();
+    Ok(call
+        .entry
+        .store
+        .guaranteed_update(None, call.name(), Part::Main, |old| {
+            let mut new = old.clone();
+            new["spec"]["finalizers"] = if finalizers.is_null() {
+                json!([])
+            } else {
+                finalizers.clone()
+            };
+            if rv.is_string() {
+                new["metadata"]["resourceVersion"] = rv.clone();
+            }
+            Ok(new)
+        })
+        .await?)
+}

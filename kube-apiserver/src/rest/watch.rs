@@ -1,0 +1,173 @@
+//! Watches: a stream of `{"type": ..., "object": ...}` lines served from the resource's watch
+//! cache, with bookmarks, `sendInitialEvents`, Table conversion and the server's timeout.
+
+use super::encode::convert;
+use super::handler::Call;
+use crate::http::negotiation::{Conversion, Encoding, EndpointRestrictions, MediaType};
+use crate::http::response::{Body, BoxError};
+use crate::http::status::ApiError;
+use crate::registry::keys;
+use crate::storage::backend::StorageError;
+use crate::storage::cacher::{Filter, WatchEvent, WatchStart};
+use bytes::Bytes;
+use futures::StreamExt;
+use http::{HeaderValue, Response, StatusCode, header};
+use http_body_util::{BodyExt, StreamBody};
+use hyper::body::Frame;
+use rand::Rng;
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Upstream's `--min-request-timeout`: watches without timeoutSeconds end after a random time
+/// between this and twice this, so reconnects spread out.
+const MIN_REQUEST_TIMEOUT: Duration = Duration::from_secs(1800);
+
+/// Serves a watch of the call's resource (and namespace, and name when given).
+pub async fn serve(call: &Call<'_>) -> Result<Response<Body>, ApiError> {
+    let info = call.info;
+    let options = call.query.list_options(info)?;
+    let mut media = call.media(EndpointRestrictions::RESOURCE)?;
+    // Watch streams are JSON lines whatever the Accept header's encoding.
+    media.encoding = Encoding::Json;
+    let include_object = call.include_object()?;
+    let send_initial = call.query.get("sendInitialEvents") == Some("true");
+    let start = match options.resource_version.as_deref() {
+        None | Some("") | Some("0") => WatchStart::InitialState {
+            end_bookmark: send_initial,
+        },
+        Some(rv) => {
+            let revision = rv
+                .parse()
+                .map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv:?}")))?;
+            if send_initial {
+                WatchStart::InitialState { end_bookmark: true }
+            } else {
+                WatchStart::After(revision)
+            }
+        }
+    };
+    let store = call.entry.store.clone();
+    let name = call.name().to_string();
+    let filter: Filter = Arc::new(move |object: &Value| {
+        (name.is_empty() || object["metadata"]["name"] == name.as_str())
+            && store.selected(object, &options)
+    });
+    let bookmarks = call.query.flag("allowWatchBookmarks");
+    let prefix = keys::namespace_prefix(info, call.namespace);
+    let mut events = call
+        .entry
+        .cacher
+        .watch(&prefix, start, filter, bookmarks)
+        .await
+        .map_err(|err| match err {
+            StorageError::Compacted {
+                requested,
+                compacted,
+            } => ApiError::too_old_resource_version(requested, compacted),
+            other => ApiError::from_storage(&other, info.group, info.plural, ""),
+        })?;
+    let timeout = match call.query.timeout_seconds()? {
+        Some(seconds) => Duration::from_secs(seconds),
+        None => {
+            let base = MIN_REQUEST_TIMEOUT.as_secs();
+            Duration::from_secs(rand::rng().random_range(base..base * 2))
+        }
+    };
+    let api_version = info.api_version();
+    let kind = info.kind;
+    let mut first_table = true;
+    let stream = async_stream(move |tx| async move {
+        let deadline = tokio::time::sleep(timeout);
+        tokio::pin!(deadline);
+        loop {
+            let event = tokio::select! {
+                _ = &mut deadline => break,
+                event = events.recv() => match event {
+                    Some(event) => event,
+                    None => break,
+                },
+            };
+            let (kind_name, object) = match event {
+                WatchEvent::Added(o) => ("ADDED", (*o).clone()),
+                WatchEvent::Modified(o) => ("MODIFIED", (*o).clone()),
+                WatchEvent::Deleted(o) => ("DELETED", (*o).clone()),
+                WatchEvent::Bookmark(rv) => ("BOOKMARK", bookmark(&api_version, kind, rv, false)),
+                WatchEvent::InitialEventsEnd(rv) => {
+                    ("BOOKMARK", bookmark(&api_version, kind, rv, true))
+                }
+                WatchEvent::Error(err) => {
+                    let status = match err {
+                        StorageError::Compacted {
+                            requested,
+                            compacted,
+                        } => ApiError::too_old_resource_version(requested, compacted),
+                        other => ApiError::from_storage(&other, "", "", ""),
+                    };
+                    ("ERROR", status.to_json())
+                }
+            };
+            let object = match (kind_name, media.conversion) {
+                ("BOOKMARK" | "ERROR", _) => object,
+                (_, Conversion::Table { .. }) => {
+                    let mut table = convert(info, object, None, &media, include_object);
+                    // Columns once, as upstream: later events carry rows only.
+                    if !first_table {
+                        table["columnDefinitions"] = Value::Null;
+                    }
+                    first_table = false;
+                    table
+                }
+                _ => convert(info, object, None, &media, include_object),
+            };
+            let mut line = serde_json::to_vec(&json!({"type": kind_name, "object": object}))
+                .unwrap_or_default();
+            line.push(b'\n');
+            if tx.send(Bytes::from(line)).await.is_err() {
+                break;
+            }
+        }
+    });
+    let body = StreamBody::new(stream.map(|chunk| Ok::<_, BoxError>(Frame::data(chunk))));
+    let mut response = Response::new(BodyExt::boxed_unsync(body));
+    *response.status_mut() = StatusCode::OK;
+    let content_type = match media.conversion {
+        Conversion::None => "application/json".to_string(),
+        _ => MediaType { ..media }.content_type(),
+    };
+    if let Ok(value) = HeaderValue::from_str(&content_type) {
+        response.headers_mut().insert(header::CONTENT_TYPE, value);
+    }
+    response.headers_mut().insert(
+        header::TRANSFER_ENCODING,
+        HeaderValue::from_static("chunked"),
+    );
+    Ok(response)
+}
+
+/// A bookmark event's object: the kind with only a resourceVersion (and the initial-events-end
+/// annotation for watch-list).
+fn bookmark(api_version: &str, kind: &str, revision: i64, initial_end: bool) -> Value {
+    let mut metadata = json!({"resourceVersion": revision.to_string()});
+    if initial_end {
+        metadata["annotations"] = json!({"k8s.io/initial-events-end": "true"});
+    }
+    json!({"kind": kind, "apiVersion": api_version, "metadata": metadata})
+}
+
+/// A stream fed by a task: the task ends when the receiver is dropped (the client went away).
+fn async_stream<F, Fut>(task: F) -> impl futures::Stream<Item = Bytes> + Send
+where
+    F: FnOnce(tokio::sync::mpsc::Sender<Bytes>) -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let (tx, rx) = tokio::sync::mpsc::channel(64);
+    tokio::spawn(task(tx));
+    tokio_stream_from(rx)
+}
+
+fn tokio_stream_from(
+    mut rx: tokio::sync::mpsc::Receiver<Bytes>,
+) -> impl futures::Stream<Item = Bytes> + Send {
+    futures::stream::poll_fn(move |cx| rx.poll_recv(cx))
+}
