@@ -96,6 +96,8 @@ where
         .version
         .print_and_exit_if_requested();
     crate::logs::init(&options.common().logs);
+    // Metrics recorded before the recorder exists are lost, so install it before anything runs.
+    crate::metrics::handle();
     let config = match O::Config::try_from(options) {
         Ok(config) => config,
         Err(err) => exit_with_error(&format!("{err:#}")),

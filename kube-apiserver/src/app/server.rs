@@ -2,9 +2,15 @@
 //! API over HTTPS until a signal asks to stop, failing readiness while draining.
 
 use super::bootstrap;
-use super::config::{Config, StorageConfig};
+use super::config::{AuthorizationMode, Config, StorageConfig};
 use super::router::Router;
+use crate::http::auth::authenticator::Authenticator;
+use crate::http::auth::authorizer::{
+    AlwaysAllow, AlwaysDeny, Authorizer, Union, with_privileged_groups,
+};
+use crate::http::auth::token_file::TokenFile;
 use crate::http::discovery::DiscoveryHandler;
+use crate::http::{StackConfig, into_hyper, stack};
 use crate::rest::state::ApiState;
 use crate::storage::backend::Backend;
 use crate::storage::embedded::EmbeddedBackend;
@@ -68,10 +74,11 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         debug: debug.clone(),
         discovery: DiscoveryHandler::new(address),
     };
-    let service = hyper::service::service_fn(move |req| {
+    let handler = tower::service_fn(move |req| {
         let router = router.clone();
         async move { Ok::<_, Infallible>(router.route(req).await) }
     });
+    let service = into_hyper(stack(handler, &stack_config(&config)?));
 
     let addr = config
         .secure_serving
@@ -87,6 +94,32 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     debug.health.mark_shutting_down();
     server.wait().await;
     Ok(())
+}
+
+/// The request path's settings from the flags: who is who, who may do what, how many at once.
+fn stack_config(config: &Config) -> anyhow::Result<StackConfig> {
+    let tokens = config
+        .token_auth_file
+        .as_deref()
+        .map(TokenFile::load)
+        .transpose()
+        .context("reading --token-auth-file")?;
+    let authorizers = config
+        .authorization_modes
+        .iter()
+        .map(|mode| -> Box<dyn Authorizer> {
+            match mode {
+                AuthorizationMode::AlwaysAllow => Box::new(AlwaysAllow),
+                AuthorizationMode::AlwaysDeny => Box::new(AlwaysDeny),
+            }
+        })
+        .collect();
+    Ok(StackConfig {
+        authenticator: Arc::new(Authenticator::new(tokens, config.anonymous_auth)),
+        authorizer: Arc::new(with_privileged_groups(Union(authorizers))),
+        max_requests_inflight: config.max_requests_inflight,
+        max_mutating_requests_inflight: config.max_mutating_requests_inflight,
+    })
 }
 
 async fn open_storage(storage: &StorageConfig) -> anyhow::Result<Arc<dyn Backend>> {
