@@ -7,7 +7,7 @@ pub mod https;
 use std::path::PathBuf;
 
 /// The directory holding the workspace's binaries for the profile these tests were built with
-/// (`cargo test` builds every binary of the workspace before running any test).
+/// (`hack/test.sh` builds them before the tests run).
 pub fn bin_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("test executable path");
     // target/<profile>/deps/<test> -> target/<profile>
@@ -22,7 +22,7 @@ pub fn bin(name: &str) -> PathBuf {
     let path = bin_dir().join(name);
     assert!(
         path.exists(),
-        "{} is not built: run `cargo build --workspace` (cargo test --workspace does)",
+        "{} is not built: run `cargo build --workspace --bins` first (hack/test.sh does)",
         path.display()
     );
     path
