@@ -40,7 +40,14 @@ pub async fn ensure(state: &ApiState, config: &Config) -> anyhow::Result<()> {
             "sessionAffinity": "None",
         },
     });
-    ignore_exists(services.create(Some("default"), service).await)?;
+    // Its address is already held once it exists, so a second create would fail on the IP.
+    match services.get(Some("default"), "kubernetes").await {
+        Ok(_) => {}
+        Err(RegistryError::NotFound { .. }) => {
+            ignore_exists(services.create(Some("default"), service).await)?
+        }
+        Err(err) => return Err(err.into()),
+    }
 
     let endpoints = state
         .store("", "v1", "endpoints")

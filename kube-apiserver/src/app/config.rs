@@ -1,6 +1,7 @@
 //! The validated, completed configuration kube-apiserver runs with.
 
 use super::options::{DEFAULT_SECURE_PORT, Options};
+pub use crate::registry::services::Ipv4Cidr;
 use anyhow::{Context, bail};
 use component_base::serving::SecureServingOptions;
 use std::net::{IpAddr, Ipv4Addr, UdpSocket};
@@ -28,40 +29,6 @@ pub enum StorageConfig {
 pub enum AuthorizationMode {
     AlwaysAllow,
     AlwaysDeny,
-}
-
-/// An IPv4 CIDR block.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Ipv4Cidr {
-    pub network: Ipv4Addr,
-    pub prefix_len: u8,
-}
-
-impl Ipv4Cidr {
-    /// Parses `a.b.c.d/n`; the address is masked to its network as Go's ParseCIDR does.
-    pub fn parse(s: &str) -> Result<Self, String> {
-        let invalid = || format!("invalid CIDR address: {s}");
-        let (addr, len) = s.split_once('/').ok_or_else(invalid)?;
-        let addr: Ipv4Addr = addr.parse().map_err(|_| invalid())?;
-        let prefix_len: u8 = len.parse().map_err(|_| invalid())?;
-        if prefix_len > 32 {
-            return Err(invalid());
-        }
-        let mask = if prefix_len == 0 {
-            0
-        } else {
-            u32::MAX << (32 - prefix_len)
-        };
-        Ok(Self {
-            network: Ipv4Addr::from(u32::from(addr) & mask),
-            prefix_len,
-        })
-    }
-
-    /// How many addresses the block holds.
-    pub fn size(&self) -> u64 {
-        1u64 << (32 - self.prefix_len)
-    }
 }
 
 /// What the run phase needs; built only from valid options.
@@ -217,18 +184,6 @@ fn default_interface_address() -> IpAddr {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn cidrs() {
-        let cidr = Ipv4Cidr::parse("10.0.0.7/24").unwrap();
-        assert_eq!(
-            (cidr.network, cidr.prefix_len, cidr.size()),
-            (Ipv4Addr::new(10, 0, 0, 0), 24, 256)
-        );
-        for bad in ["10.0.0.0", "10.0.0.0/33", "x/8", "10.0.0.0/-1", ""] {
-            assert!(Ipv4Cidr::parse(bad).is_err(), "{bad}");
-        }
-    }
 
     #[test]
     fn port_ranges() {

@@ -11,6 +11,7 @@ use crate::http::auth::authorizer::{
 use crate::http::auth::token_file::TokenFile;
 use crate::http::discovery::DiscoveryHandler;
 use crate::http::{StackConfig, into_hyper, stack};
+use crate::registry::services::ServiceAllocator;
 use crate::rest::state::ApiState;
 use crate::storage::backend::Backend;
 use crate::storage::embedded::EmbeddedBackend;
@@ -37,7 +38,12 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         "starting kube-apiserver"
     );
     let backend = open_storage(&config.storage).await?;
-    let state = ApiState::start(backend.clone(), shutdown.clone())
+    let services = Arc::new(ServiceAllocator::new(
+        backend.clone(),
+        config.service_cluster_ip_range,
+        config.service_node_port_range.clone(),
+    ));
+    let state = ApiState::start(backend.clone(), services, shutdown.clone())
         .await
         .context("starting the watch caches")?;
     bootstrap::ensure(&state, &config)

@@ -6,6 +6,7 @@ pub mod fields;
 pub mod keys;
 pub mod list;
 pub mod meta;
+pub mod services;
 pub mod store;
 pub mod strategy;
 pub mod validate;

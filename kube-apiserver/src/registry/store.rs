@@ -4,6 +4,7 @@
 use super::error::{MODIFIED_CONFLICT, RegistryError};
 use super::keys;
 use super::meta::{self, meta_mut};
+use super::services::ServiceAllocator;
 use super::strategy::{Part, Strategy};
 use super::validate;
 use crate::storage::backend::{Backend, KeyValue, StorageError};
@@ -43,6 +44,8 @@ pub enum DeleteOutcome {
 pub struct ResourceStore {
     pub strategy: Strategy,
     backend: Arc<dyn Backend>,
+    /// Cluster IPs and node ports, for the services resource only.
+    services: Option<Arc<ServiceAllocator>>,
 }
 
 impl ResourceStore {
@@ -50,6 +53,20 @@ impl ResourceStore {
         Self {
             strategy: Strategy::for_resource(info),
             backend,
+            services: None,
+        }
+    }
+
+    /// The store allocates cluster IPs and node ports with `allocator` (services only).
+    pub fn with_service_allocator(mut self, allocator: Arc<ServiceAllocator>) -> Self {
+        self.services = Some(allocator);
+        self
+    }
+
+    /// Gives back what a deleted object held.
+    async fn release(&self, object: &Value) {
+        if let Some(services) = &self.services {
+            services.release(object).await;
         }
     }
 
@@ -129,19 +146,22 @@ impl ResourceStore {
         if let Some(ns) = namespace.filter(|_| info.namespaced) {
             self.check_namespace_accepts_content(ns, &name).await?;
         }
+        if let Some(services) = &self.services {
+            services.allocate(&mut object).await?;
+        }
         let key = self.key(namespace, &name);
-        let kv = self
-            .backend
-            .create(&key, codec::encode(&object)?)
-            .await
-            .map_err(|err| match err {
-                StorageError::AlreadyExists { .. } => RegistryError::AlreadyExists {
-                    group: info.group.into(),
-                    resource: info.plural.into(),
-                    name: name.clone(),
-                },
-                other => other.into(),
-            })?;
+        let created = self.backend.create(&key, codec::encode(&object)?).await;
+        if created.is_err() {
+            self.release(&object).await;
+        }
+        let kv = created.map_err(|err| match err {
+            StorageError::AlreadyExists { .. } => RegistryError::AlreadyExists {
+                group: info.group.into(),
+                resource: info.plural.into(),
+                name: name.clone(),
+            },
+            other => other.into(),
+        })?;
         Ok(codec::decode(&kv)?)
     }
 
@@ -281,6 +301,9 @@ impl ResourceStore {
             self.carry_system_fields(&mut new, &old);
             validate::default(info, &mut new).map_err(|errs| self.invalid(name, errs))?;
             self.strategy.prepare_for_update(&mut new, &old, part);
+            if let (Some(services), Part::Main) = (&self.services, part) {
+                services.reconcile_update(&mut new, &old).await?;
+            }
             let errs = validate::on_update(info, &new, &old);
             if !errs.is_empty() {
                 return Err(self.invalid(name, errs));
@@ -292,6 +315,7 @@ impl ResourceStore {
             if meta::is_terminating(&new) && self.nothing_holds_deletion(&new) {
                 return match self.backend.delete(&key, Some(current.mod_revision)).await {
                     Ok((_, revision)) => {
+                        self.release(&new).await;
                         let mut gone = new;
                         codec::set_resource_version(&mut gone, revision);
                         Ok(gone)
@@ -415,6 +439,7 @@ impl ResourceStore {
             }
             match self.backend.delete(&key, Some(current.mod_revision)).await {
                 Ok((_, revision)) => {
+                    self.release(&object).await;
                     let mut gone = object;
                     codec::set_resource_version(&mut gone, revision);
                     return Ok(DeleteOutcome::Deleted(gone));

@@ -2,6 +2,7 @@
 
 use crate::registry::ResourceStore;
 use crate::registry::keys;
+use crate::registry::services::ServiceAllocator;
 use crate::storage::backend::{Backend, StorageError};
 use crate::storage::cacher::Cacher;
 use api_types::registry::{self, ResourceInfo};
@@ -26,6 +27,7 @@ impl ApiState {
     /// Starts one watch cache per storage prefix and a store for every persisted resource.
     pub async fn start(
         backend: Arc<dyn Backend>,
+        services: Arc<ServiceAllocator>,
         shutdown: CancellationToken,
     ) -> Result<Arc<Self>, StorageError> {
         let mut cachers: HashMap<String, Arc<Cacher>> = HashMap::new();
@@ -41,12 +43,13 @@ impl ApiState {
                     cacher
                 }
             };
+            let mut store = ResourceStore::new(info, backend.clone());
+            if info.group.is_empty() && info.plural == "services" {
+                store = store.with_service_allocator(services.clone());
+            }
             entries.insert(
                 (info.group, info.version, info.plural),
-                Arc::new(ResourceEntry {
-                    store: ResourceStore::new(info, backend.clone()),
-                    cacher,
-                }),
+                Arc::new(ResourceEntry { store, cacher }),
             );
         }
         Ok(Arc::new(Self { entries, backend }))
