@@ -34,6 +34,11 @@ static V3: LazyLock<V3Documents> = LazyLock::new(|| documents::build_v3(&DEFINIT
 /// protobuf).
 static V2: LazyLock<Encoded> = LazyLock::new(|| documents::build_v2(&DEFINITIONS));
 
+/// Every schema definition (built on first call); field validation walks objects against it.
+pub fn definitions() -> &'static Definitions {
+    &DEFINITIONS
+}
+
 /// The cached v3 documents (built on first call).
 pub fn v3_documents() -> &'static V3Documents {
     &V3

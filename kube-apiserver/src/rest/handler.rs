@@ -1,6 +1,7 @@
 //! Resource requests: decode, dispatch to the generic registry by verb and subresource, encode.
 
 use super::encode::{ListMeta, convert, list_object, respond};
+use super::field_validation::FieldValidation;
 use super::query::Query;
 use super::state::{ApiState, ResourceEntry};
 use super::{subresources, watch};
@@ -126,12 +127,17 @@ where
         ("list", "") => list(&call).await,
         ("watch", "") => watch::serve(&call).await,
         ("create", "") => {
-            let object = read_object(&call, body).await?;
+            let mut object = read_object(&call, body).await?;
+            let warnings = FieldValidation::from_query(&call.query)?.check(info, &mut object)?;
             let created = entry.store.create(namespace, object).await?;
-            call.object_response(StatusCode::CREATED, created)
+            Ok(with_warnings(
+                call.object_response(StatusCode::CREATED, created)?,
+                &warnings,
+            ))
         }
         ("update", sub @ ("" | "status" | "finalize")) => {
-            let object = read_object(&call, body).await?;
+            let mut object = read_object(&call, body).await?;
+            let warnings = FieldValidation::from_query(&call.query)?.check(info, &mut object)?;
             let updated = if sub == "finalize" {
                 finalize_namespace(&call, object).await?
             } else {
@@ -145,7 +151,10 @@ where
                     .update(namespace, call.name(), object, part)
                     .await?
             };
-            call.object_response(StatusCode::OK, updated)
+            Ok(with_warnings(
+                call.object_response(StatusCode::OK, updated)?,
+                &warnings,
+            ))
         }
         ("patch", sub @ ("" | "status")) => {
             let part = if sub == "status" {
@@ -153,8 +162,11 @@ where
             } else {
                 Part::Main
             };
-            let patched = patch(&call, body, part).await?;
-            call.object_response(StatusCode::OK, patched)
+            let (patched, warnings) = patch(&call, body, part).await?;
+            Ok(with_warnings(
+                call.object_response(StatusCode::OK, patched)?,
+                &warnings,
+            ))
         }
         ("delete", "") => delete(&call, body).await,
         ("deletecollection", "") => delete_collection(&call, body).await,
@@ -170,6 +182,17 @@ where
             Err(ApiError::method_not_supported(info.group, &resource, verb))
         }
     }
+}
+
+/// Adds a `Warning: 299 - "<message>"` header per warning, as upstream reports them.
+pub fn with_warnings(mut response: Response<Body>, warnings: &[String]) -> Response<Body> {
+    for warning in warnings {
+        let text = format!("299 - {}", crate::http::status::go_quote(warning));
+        if let Ok(value) = http::HeaderValue::from_str(&text) {
+            response.headers_mut().append(header::WARNING, value);
+        }
+    }
+    response
 }
 
 /// The 404 upstream gives for a path that names no served resource.
@@ -276,7 +299,7 @@ async fn list(call: &Call<'_>) -> Result<Response<Body>, ApiError> {
     Ok(respond(StatusCode::OK, &body, &media))
 }
 
-async fn patch<B>(call: &Call<'_>, body: B, part: Part) -> Result<Value, ApiError>
+async fn patch<B>(call: &Call<'_>, body: B, part: Part) -> Result<(Value, Vec<String>), ApiError>
 where
     B: HttpBody,
     B::Error: Into<BoxError>,
@@ -299,21 +322,33 @@ where
         group: info.group,
         kind: info.kind,
     };
-    let mut patch_error = None;
+    let validation = FieldValidation::from_query(&call.query)?;
+    let mut failure: Option<ApiError> = None;
+    let mut warnings = Vec::new();
     let result = call
         .entry
         .store
         .guaranteed_update(call.namespace, call.name(), part, |old| {
-            apply_patch(kind, old, &bytes, target).map_err(|err| {
+            let mut patched = apply_patch(kind, old, &bytes, target).map_err(|err| {
                 let message = err.to_string();
-                patch_error = Some(err);
+                failure = Some(patch_error_status(info, call.name(), err));
                 RegistryError::BadRequest(message)
-            })
+            })?;
+            // The stored object has no unknown fields, so any found came with the patch.
+            match validation.check(info, &mut patched) {
+                Ok(found) => warnings = found,
+                Err(err) => {
+                    let message = err.message().to_string();
+                    failure = Some(err);
+                    return Err(RegistryError::BadRequest(message));
+                }
+            }
+            Ok(patched)
         })
         .await;
-    match (result, patch_error) {
-        (Ok(object), _) => Ok(object),
-        (Err(_), Some(err)) => Err(patch_error_status(info, call.name(), err)),
+    match (result, failure) {
+        (Ok(object), _) => Ok((object, warnings)),
+        (Err(_), Some(err)) => Err(err),
         (Err(err), None) => Err(err.into()),
     }
 }

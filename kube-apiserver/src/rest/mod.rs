@@ -3,6 +3,7 @@
 
 pub mod encode;
 pub mod errors;
+pub mod field_validation;
 pub mod handler;
 pub mod query;
 pub mod state;
