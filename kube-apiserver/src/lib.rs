@@ -1,12 +1,11 @@
-//! kube-apiserver: the only component that touches storage. Today it serves `/version`,
-//! `/healthz`, `/livez`, `/readyz` and `/metrics` over HTTPS; storage, REST and watch arrive
-//! with their issue.
+//! kube-apiserver: the only component that touches storage. It serves REST and watch for every
+//! built-in resource over HTTPS, with discovery and OpenAPI, on the embedded store or etcd.
 
 pub mod app;
-pub mod registry;
-pub mod rest;
 pub mod http;
 pub mod openapi;
 pub mod patch;
+pub mod registry;
+pub mod rest;
 pub mod storage;
 pub mod tables;

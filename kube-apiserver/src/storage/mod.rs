@@ -4,8 +4,8 @@
 pub mod backend;
 pub mod cacher;
 pub mod codec;
-pub mod embedded;
-pub mod etcd;
 /// The backend contract as checks, run by `tests/storage_*.rs` against each backend.
 #[doc(hidden)]
 pub mod conformance;
+pub mod embedded;
+pub mod etcd;
