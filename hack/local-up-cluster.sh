@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# Runs a local cluster from this checkout. Today that is the apiserver alone (storage, the other
-# components and containerd join as their issues land); it generates everything under one folder,
+# Runs a local cluster from this checkout. Today that is the apiserver alone, on its embedded
+# store (the other components and containerd join as their issues land); it generates everything
+# under one folder (certificates, data, logs),
 # writes an admin kubeconfig the real kubectl can use, and stops everything on Ctrl-C or SIGTERM.
 #
-# Usage: hack/local-up-cluster.sh [--dir DIR] [--port PORT]
+# Usage: hack/local-up-cluster.sh [--dir DIR] [--port PORT] [--etcd http://HOST:PORT]
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 dir="$root/_output/local-up"
 port=6443
+etcd=""
 
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -16,7 +18,9 @@ while [ $# -gt 0 ]; do
     --dir=*) dir=${1#--dir=}; shift ;;
     --port) port=$2; shift 2 ;;
     --port=*) port=${1#--port=}; shift ;;
-    -h|--help) sed -n '2,6p' "$0"; exit 0 ;;
+    --etcd) etcd=$2; shift 2 ;;
+    --etcd=*) etcd=${1#--etcd=}; shift ;;
+    -h|--help) sed -n '2,7p' "$0"; exit 0 ;;
     *) echo "unknown argument: $1" >&2; exit 1 ;;
   esac
 done
@@ -29,7 +33,9 @@ echo "building release binaries..."
 (cd "$root" && cargo build --release --locked -p kube-apiserver -p kubectl)
 bin="$root/target/release"
 
-mkdir -p "$dir/logs" "$dir/certs"
+mkdir -p "$dir/logs" "$dir/certs" "$dir/data"
+storage=(--data-dir="$dir/data")
+[ -n "$etcd" ] && storage=(--etcd-servers="$etcd")
 pids=()
 cleanup() {
   trap - INT TERM EXIT
@@ -40,6 +46,7 @@ cleanup() {
 trap cleanup INT TERM EXIT
 
 "$bin/kube-apiserver" --secure-port="$port" --bind-address=127.0.0.1 --cert-dir="$dir/certs" \
+  "${storage[@]}" \
   >"$dir/logs/kube-apiserver.log" 2>&1 &
 pids+=($!)
 
@@ -55,7 +62,8 @@ for _ in $(seq 1 200); do
   sleep 0.05
 done
 
-# Authentication arrives with a later issue; the token only keeps kubectl from prompting.
+# Without --token-auth-file every caller is anonymous and AlwaysAllow lets it do anything (RBAC
+# arrives with the security issue); the token only keeps kubectl from prompting.
 cat >"$dir/admin.kubeconfig" <<KUBECONFIG
 apiVersion: v1
 kind: Config
