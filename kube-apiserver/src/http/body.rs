@@ -1,5 +1,5 @@
-//! Reading request bodies with upstream's size limit and decoding them (JSON or YAML) into JSON
-//! values with a bounded nesting depth.
+//! Reading request bodies with upstream's size limit and decoding them (JSON, YAML or Kubernetes
+//! protobuf) into JSON values with a bounded nesting depth.
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
@@ -37,6 +37,7 @@ pub fn decode(bytes: &[u8], format: InputFormat) -> Result<serde_json::Value, Ap
     match format {
         InputFormat::Json => decode_json(bytes),
         InputFormat::Yaml => decode_yaml(bytes),
+        InputFormat::Protobuf => crate::http::protobuf::decode_protobuf(bytes),
     }
 }
 

@@ -7,6 +7,7 @@ pub mod body;
 pub mod discovery;
 pub mod layers;
 pub mod negotiation;
+pub mod protobuf;
 pub mod request_info;
 pub mod response;
 pub mod stack;

@@ -9,7 +9,8 @@ use crate::http::status::ApiError;
 pub const MEDIA_JSON: &str = "application/json";
 /// YAML.
 pub const MEDIA_YAML: &str = "application/yaml";
-/// Kubernetes protobuf: understood in Accept headers, never produced nor decoded here.
+/// Kubernetes protobuf: accepted as a request body (see [`crate::http::protobuf`]); in Accept
+/// headers understood but never produced (responses fall back to JSON).
 pub const MEDIA_PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
 /// JSON patch (RFC 6902).
 pub const MEDIA_JSON_PATCH: &str = "application/json-patch+json";
@@ -22,8 +23,9 @@ pub const MEDIA_APPLY_PATCH: &str = "application/apply-patch+yaml";
 
 /// The media types responses can be encoded in, in order of preference.
 pub const OUTPUT_MEDIA_TYPES: &[&str] = &[MEDIA_JSON, MEDIA_YAML];
-/// The media types request bodies of create and update can be in.
-pub const INPUT_MEDIA_TYPES: &[&str] = &[MEDIA_JSON, MEDIA_YAML];
+/// The media types request bodies of create and update can be in, in upstream's order (the
+/// 415 message lists them).
+pub const INPUT_MEDIA_TYPES: &[&str] = &[MEDIA_JSON, MEDIA_YAML, MEDIA_PROTOBUF];
 /// The patch types PATCH accepts.
 pub const PATCH_MEDIA_TYPES: &[&str] = &[
     MEDIA_JSON_PATCH,
@@ -313,15 +315,18 @@ pub enum InputFormat {
     Json,
     /// YAML.
     Yaml,
+    /// Kubernetes protobuf (`k8s\0` + `runtime.Unknown`), what typed client-go clients send.
+    Protobuf,
 }
 
 /// The decoder for a create or update body from its `Content-Type` (JSON when absent, as
-/// upstream); anything else, protobuf included, is a 415.
+/// upstream); anything else is a 415.
 pub fn negotiate_input(content_type: Option<&str>) -> Result<InputFormat, ApiError> {
     let media = content_type.map(bare_media_type).unwrap_or_default();
     match media.as_str() {
         "" | MEDIA_JSON => Ok(InputFormat::Json),
         MEDIA_YAML => Ok(InputFormat::Yaml),
+        MEDIA_PROTOBUF => Ok(InputFormat::Protobuf),
         _ => Err(ApiError::unsupported_media_type(INPUT_MEDIA_TYPES)),
     }
 }
@@ -565,7 +570,10 @@ mod tests {
             ),
             (Some("Application/JSON"), Ok(InputFormat::Json)),
             (Some("application/yaml"), Ok(InputFormat::Yaml)),
-            (Some("application/vnd.kubernetes.protobuf"), Err(415)),
+            (
+                Some("application/vnd.kubernetes.protobuf"),
+                Ok(InputFormat::Protobuf),
+            ),
             (Some("text/plain"), Err(415)),
             (Some("application/merge-patch+json"), Err(415)),
         ];
@@ -579,7 +587,7 @@ mod tests {
         let err = negotiate_input(Some("text/plain")).expect_err("415");
         assert_eq!(
             err.message(),
-            "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml"
+            "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf"
         );
     }
 
