@@ -87,6 +87,9 @@ impl Backend for Flaky {
         let stream = self.inner.watch(prefix, after).await?;
         Ok(Box::pin(stream.take_until(breaker.cancelled_owned())))
     }
+    async fn request_progress(&self) -> Result<(), StorageError> {
+        self.inner.request_progress().await
+    }
     async fn current_revision(&self) -> Result<Revision, StorageError> {
         self.inner.current_revision().await
     }

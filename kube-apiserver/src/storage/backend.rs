@@ -37,6 +37,10 @@ pub enum Event {
         revision: Revision,
         prev: KeyValue,
     },
+    /// Every change under the watch's prefix up to `revision` has been delivered (etcd's
+    /// progress notification), sent after [`Backend::request_progress`]. It lets a watch cache
+    /// know it is current even when the newest writes were to other prefixes.
+    Progress { revision: Revision },
 }
 
 impl Event {
@@ -44,15 +48,16 @@ impl Event {
     pub fn revision(&self) -> Revision {
         match self {
             Event::Put { kv, .. } => kv.mod_revision,
-            Event::Delete { revision, .. } => *revision,
+            Event::Delete { revision, .. } | Event::Progress { revision } => *revision,
         }
     }
 
-    /// The key that changed.
+    /// The key that changed (empty for a progress notification).
     pub fn key(&self) -> &str {
         match self {
             Event::Put { kv, .. } => &kv.key,
             Event::Delete { key, .. } => key,
+            Event::Progress { .. } => "",
         }
     }
 }
@@ -163,6 +168,10 @@ pub trait Backend: Send + Sync + 'static {
     /// no longer kept: `after + 1` below the compacted revision. With etcd a compaction racing
     /// the start can only be told on the stream, so `Compacted` may also come as its first item.
     async fn watch(&self, prefix: &str, after: Revision) -> Result<WatchStream, StorageError>;
+
+    /// Asks every open watch to send an [`Event::Progress`] once it has delivered everything up
+    /// to the store's current revision. Best effort: a watch that is behind answers later.
+    async fn request_progress(&self) -> Result<(), StorageError>;
 
     /// The store's current revision (the revision of the last write).
     async fn current_revision(&self) -> Result<Revision, StorageError>;

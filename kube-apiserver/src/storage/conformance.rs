@@ -69,6 +69,7 @@ pub async fn next_event(stream: &mut WatchStream) -> Event {
 fn describe(event: &Event) -> (&'static str, String, String, Option<String>, Revision) {
     let text = |kv: &KeyValue| String::from_utf8_lossy(&kv.value).into_owned();
     match event {
+        Event::Progress { revision } => ("progress", String::new(), String::new(), None, *revision),
         Event::Put { kv, prev } => (
             "put",
             kv.key.clone(),

@@ -232,6 +232,14 @@ impl Backend for MemoryBackend {
         Ok(stream_of(replay, rx))
     }
 
+    async fn request_progress(&self) -> Result<(), StorageError> {
+        let mut mem = self.mem.lock();
+        let revision = mem.revision;
+        mem.live
+            .retain(|(_, tx)| tx.send(Ok(Event::Progress { revision })).is_ok());
+        Ok(())
+    }
+
     async fn current_revision(&self) -> Result<Revision, StorageError> {
         Ok(self.mem.lock().revision)
     }

@@ -23,6 +23,7 @@ mod tests;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
 
 use parking_lot::RwLock;
 use serde_json::Value;
@@ -61,6 +62,9 @@ struct Progress {
     revision: Revision,
     ready: bool,
 }
+
+/// How often a cache waiting to reach a revision asks the backend for progress.
+const PROGRESS_REQUEST_INTERVAL: Duration = Duration::from_millis(100);
 
 impl Cacher {
     /// Lists `prefix` from the backend, watches it from that list's revision, and keeps the
@@ -218,10 +222,28 @@ impl Cacher {
             return Err(StorageError::Unavailable("watch cache is shut down".into()));
         }
         let mut progress = self.progress.subscribe();
-        let waited = tokio::time::timeout(
-            self.config.freshness_timeout,
-            progress.wait_for(|p| p.ready && p.revision >= revision),
-        )
+        let caught_up = progress.wait_for(|p| p.ready && p.revision >= revision);
+        // The cache learns of revisions only through changes under its prefix: when the newest
+        // writes were elsewhere, ask the backend to confirm it has sent everything, and again
+        // while waiting (etcd answers only a watch that has caught up).
+        let backend = self.backend.clone();
+        let ask_progress = async move {
+            loop {
+                if let Err(err) = backend.request_progress().await {
+                    tracing::debug!(%err, "progress request failed");
+                }
+                tokio::time::sleep(PROGRESS_REQUEST_INTERVAL).await;
+            }
+        };
+        let waited = tokio::time::timeout(self.config.freshness_timeout, async {
+            if self.progress.borrow().revision >= revision {
+                return caught_up.await.map(|_| ());
+            }
+            tokio::select! {
+                done = caught_up => done.map(|_| ()),
+                () = ask_progress => Ok(()),
+            }
+        })
         .await;
         match waited {
             Ok(Ok(_)) => Ok(()),

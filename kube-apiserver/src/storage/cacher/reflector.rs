@@ -74,7 +74,7 @@ impl Cacher {
         // Decoding is the costly part: keep it out of the lock readers wait on.
         let decoded = match event {
             Event::Put { kv, .. } => Some(decode(kv)),
-            Event::Delete { .. } => None,
+            Event::Delete { .. } | Event::Progress { .. } => None,
         };
         let (change, watchers, revision) = {
             let mut inner = self.inner.write();

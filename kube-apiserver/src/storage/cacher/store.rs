@@ -83,6 +83,8 @@ impl Store {
                     return None;
                 }
             },
+            // Nothing changed under the prefix up to here: only the revision moves.
+            Event::Progress { .. } => return None,
             Event::Delete { key, prev, .. } => {
                 let prev = match self.objects.remove(key) {
                     Some(prev) => prev,

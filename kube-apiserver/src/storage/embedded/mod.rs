@@ -192,6 +192,20 @@ impl Backend for EmbeddedBackend {
         ))
     }
 
+    async fn request_progress(&self) -> Result<(), StorageError> {
+        let inner = self.inner.clone();
+        tokio::task::spawn_blocking(move || {
+            // Under the writer lock, the marker follows every committed write's event on the
+            // broadcast, so a watch that forwards it has delivered everything before it.
+            let _writer = inner.writer.lock().unwrap_or_else(|p| p.into_inner());
+            let revision = Snapshot::open(&inner.db)?.revision;
+            let _ = inner.events.send(Event::Progress { revision });
+            Ok(())
+        })
+        .await
+        .map_err(join_err)?
+    }
+
     async fn current_revision(&self) -> Result<Revision, StorageError> {
         self.read(|s| Ok(s.revision)).await
     }

@@ -18,6 +18,10 @@ pub(super) fn stream(
         let (mut rx, prefix) = state?;
         loop {
             match rx.recv().await {
+                // Progress concerns every watch, whatever its prefix.
+                Ok(event @ Event::Progress { .. }) => {
+                    return Some((Ok(event), Some((rx, prefix))));
+                }
                 Ok(event) => {
                     if event.revision() > floor && event.key().starts_with(&prefix) {
                         return Some((Ok(event), Some((rx, prefix))));

@@ -49,6 +49,8 @@ pub struct EtcdBackend {
     keys: KeyMap,
     /// The highest revision this process compacted to.
     compacted: Arc<AtomicI64>,
+    /// The request side of every open watch, for progress requests; closed ones are pruned.
+    watch_senders: Arc<tokio::sync::Mutex<Vec<etcd_client::WatchRequestSender>>>,
 }
 
 impl EtcdBackend {
@@ -65,6 +67,7 @@ impl EtcdBackend {
             client,
             keys: KeyMap::new(prefix),
             compacted: Arc::new(AtomicI64::new(0)),
+            watch_senders: Default::default(),
         })
     }
 
@@ -350,7 +353,22 @@ impl Backend for EtcdBackend {
             .watch(key, Some(options))
             .await
             .map_err(plain)?;
-        Ok(watch::stream(etcd, self.keys.clone(), after))
+        let (sender, responses) = etcd.split();
+        self.watch_senders.lock().await.push(sender);
+        Ok(watch::stream(responses, self.keys.clone(), after))
+    }
+
+    async fn request_progress(&self) -> Result<(), StorageError> {
+        let mut senders = self.watch_senders.lock().await;
+        let mut open = Vec::with_capacity(senders.len());
+        for mut sender in senders.drain(..) {
+            // A failed send means the watch is gone: forget it.
+            if sender.request_progress().await.is_ok() {
+                open.push(sender);
+            }
+        }
+        *senders = open;
+        Ok(())
     }
 
     async fn current_revision(&self) -> Result<Revision, StorageError> {

@@ -11,7 +11,7 @@ use super::kv_from_etcd;
 use crate::storage::backend::{Event, Revision, StorageError, WatchStream};
 
 struct State {
-    etcd: etcd_client::WatchStream,
+    etcd: etcd_client::WatchResponseStream,
     keys: KeyMap,
     /// Events of the last response not delivered yet.
     pending: VecDeque<Event>,
@@ -19,7 +19,11 @@ struct State {
 
 /// Turns etcd's watch responses into events; a cancellation or failure becomes the stream's
 /// last item. `after` is the caller's start, for the `Compacted` error.
-pub(super) fn stream(etcd: etcd_client::WatchStream, keys: KeyMap, after: Revision) -> WatchStream {
+pub(super) fn stream(
+    etcd: etcd_client::WatchResponseStream,
+    keys: KeyMap,
+    after: Revision,
+) -> WatchStream {
     let state = State {
         etcd,
         keys,
@@ -52,6 +56,14 @@ pub(super) fn stream(etcd: etcd_client::WatchStream, keys: KeyMap, after: Revisi
                     ))
                 };
                 return Some((Err(err), None));
+            }
+            // A response without events that is not the creation notice answers a progress
+            // request: everything up to its header's revision has been sent.
+            if resp.events().is_empty() && !resp.created() {
+                if let Some(revision) = resp.header().map(|h| h.revision()) {
+                    state.pending.push_back(Event::Progress { revision });
+                }
+                continue;
             }
             for event in resp.events() {
                 match convert(&state.keys, event) {
