@@ -254,7 +254,7 @@ impl ServiceAllocator {
         namespace: &str,
         name: &str,
     ) -> Result<(), RegistryError> {
-        let held: Vec<u64> = old.map(|o| node_ports(o)).unwrap_or_default();
+        let held: Vec<u64> = old.map(node_ports).unwrap_or_default();
         let Some(ports) = service["spec"]["ports"].as_array_mut() else {
             return Ok(());
         };
