@@ -159,6 +159,11 @@ struct PbField {
     message: Option<String>,
 }
 
+/// A field of the table: the k8s-pb field, its JSON name (`""` when inlined), its `Zero`.
+type OutField = (PbField, String, &'static str);
+/// A message of the table: definition name, `Special` variant, fields by tag.
+type OutMessage = (String, &'static str, Vec<OutField>);
+
 /// A message as parsed from k8s-pb, keyed by its k8s-pb path.
 #[derive(Debug, Default)]
 struct PbMessage {
@@ -444,7 +449,7 @@ fn generate() -> String {
 
     // Reachable messages, breadth first from the roots through served fields only; indexes in
     // discovery order.
-    let mut order: Vec<(String, &'static str, Vec<(PbField, String, &'static str)>)> = Vec::new();
+    let mut order: Vec<OutMessage> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
     let mut queue: VecDeque<String> = roots.values().cloned().collect();
     while let Some(name) = queue.pop_front() {
