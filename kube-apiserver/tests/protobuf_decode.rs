@@ -682,3 +682,23 @@ fn content_type_selects_the_protobuf_decoder() {
         err.message()
     );
 }
+
+#[test]
+fn delete_options_in_any_group_version() {
+    let opts = meta::DeleteOptions {
+        grace_period_seconds: Some(0),
+        propagation_policy: s("Foreground"),
+        dry_run: vec!["All".into()],
+        ..Default::default()
+    };
+    assert_eq!(
+        decoded(&body("apps/v1", "DeleteOptions", &opts)),
+        json!({
+            "apiVersion": "apps/v1",
+            "kind": "DeleteOptions",
+            "gracePeriodSeconds": 0,
+            "propagationPolicy": "Foreground",
+            "dryRun": ["All"],
+        })
+    );
+}

@@ -433,6 +433,12 @@ fn generate() -> String {
         };
         roots.insert((api_version, kind.kind.to_string()), name);
     }
+    // DeleteOptions, which typed clients send with DELETE in any group-version (the decoder
+    // looks it up by kind).
+    roots.insert(
+        ("meta.k8s.io/v1".into(), "DeleteOptions".into()),
+        "io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions".into(),
+    );
 
     let mut dropped = Vec::new();
     let mut used: BTreeSet<String> = BTreeSet::new();

@@ -117,7 +117,13 @@ pub fn decode_object(body: &[u8], depth: usize) -> Result<Value, String> {
     if unknown.kind.is_empty() {
         return Err("Object 'Kind' is missing in the protobuf envelope".into());
     }
-    let Some(entry) = kind_message(&unknown.api_version, &unknown.kind) else {
+    // DeleteOptions is registered in every group-version upstream; its message is meta's.
+    let entry = kind_message(&unknown.api_version, &unknown.kind).or_else(|| {
+        (unknown.kind == "DeleteOptions")
+            .then(|| kind_message("meta.k8s.io/v1", "DeleteOptions"))
+            .flatten()
+    });
+    let Some(entry) = entry else {
         return Err(format!(
             "no kind {:?} is registered for version {:?}",
             unknown.kind, unknown.api_version
