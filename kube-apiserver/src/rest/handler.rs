@@ -385,7 +385,8 @@ where
     let from_body = if bytes.iter().all(u8::is_ascii_whitespace) {
         Value::Null
     } else {
-        decode(&bytes, crate::http::negotiation::InputFormat::Json)?
+        // Typed clients send DeleteOptions as protobuf, others as JSON.
+        decode(&bytes, negotiate_input(call.content_type.as_deref())?)?
     };
     delete_options_from(&from_body, &call.query)
 }
