@@ -1,8 +1,12 @@
 //! Harness for end-to-end tests: find the built binaries, start them as real processes on free
 //! ports in temp dirs, talk to them over HTTPS, and stop them whatever happens.
 
+pub mod apiserver;
 pub mod daemon;
+pub mod etcd;
 pub mod https;
+pub mod kubectl;
+pub mod python;
 
 use std::path::PathBuf;
 

@@ -1,0 +1,251 @@
+//! The real upstream kubectl (/usr/bin/kubectl) run against our apiserver through a generated
+//! kubeconfig, every run bounded by a timeout so a hang fails the test instead of blocking it.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The upstream kubectl, the compatibility oracle.
+pub const UPSTREAM_KUBECTL: &str = "/usr/bin/kubectl";
+
+/// How long one kubectl command may run before it is killed and the test fails.
+const TIMEOUT: Duration = Duration::from_secs(60);
+
+/// What one kubectl run did.
+#[derive(Debug)]
+pub struct Output {
+    pub success: bool,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// kubectl with a kubeconfig (token user `e2e`, the server's certificate as CA) and its own
+/// discovery cache, both in a temp dir.
+pub struct Kubectl {
+    binary: PathBuf,
+    kubeconfig: PathBuf,
+    cache_dir: PathBuf,
+    dir: PathBuf,
+}
+
+impl Kubectl {
+    /// The upstream kubectl talking to `server` (`https://...`), trusting `ca_file`; its files
+    /// go in `dir`. Fails clearly when /usr/bin/kubectl is missing.
+    pub fn upstream(dir: &Path, server: &str, ca_file: &Path) -> Self {
+        assert!(
+            Path::new(UPSTREAM_KUBECTL).exists(),
+            "{UPSTREAM_KUBECTL} (the upstream kubectl, v1.33) is required by this test: install it"
+        );
+        Self::new(Path::new(UPSTREAM_KUBECTL), dir, server, ca_file)
+    }
+
+    /// `binary` talking to `server`, trusting `ca_file`.
+    pub fn new(binary: &Path, dir: &Path, server: &str, ca_file: &Path) -> Self {
+        std::fs::create_dir_all(dir).expect("creating the kubectl dir");
+        let kubeconfig = dir.join("kubeconfig");
+        let config = format!(
+            "apiVersion: v1\n\
+             kind: Config\n\
+             clusters:\n\
+             - name: e2e\n  cluster:\n    server: {server}\n    certificate-authority: {ca}\n\
+             users:\n\
+             - name: e2e\n  user:\n    token: e2e\n\
+             contexts:\n\
+             - name: e2e\n  context:\n    cluster: e2e\n    user: e2e\n\
+             current-context: e2e\n",
+            ca = ca_file.display()
+        );
+        std::fs::write(&kubeconfig, config).expect("writing the kubeconfig");
+        Self {
+            binary: binary.to_path_buf(),
+            kubeconfig,
+            cache_dir: dir.join("cache"),
+            dir: dir.to_path_buf(),
+        }
+    }
+
+    /// The directory for files the test writes (manifests).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(&self.binary);
+        command
+            .arg(format!("--cache-dir={}", self.cache_dir.display()))
+            .args(args)
+            .env("KUBECONFIG", &self.kubeconfig)
+            .env("HOME", &self.dir)
+            .env_remove("KUBECTL_EXTERNAL_DIFF");
+        command
+    }
+
+    /// Runs kubectl with `args` and `stdin`, killing it after [`TIMEOUT`].
+    pub fn run_with_stdin(&self, args: &[&str], stdin: &str) -> Output {
+        let mut child = self
+            .command(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|err| panic!("running {}: {err}", self.binary.display()));
+        let mut input = child.stdin.take().expect("stdin");
+        let stdin = stdin.to_string();
+        let writer = std::thread::spawn(move || {
+            use std::io::Write;
+            let _ = input.write_all(stdin.as_bytes());
+        });
+        let stdout = reader(child.stdout.take().expect("stdout"));
+        let stderr = reader(child.stderr.take().expect("stderr"));
+        let deadline = Instant::now() + TIMEOUT;
+        let status = loop {
+            if let Some(status) = child.try_wait().expect("waiting for kubectl") {
+                break Some(status);
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        let _ = writer.join();
+        let stdout = stdout.join().unwrap_or_default();
+        let stderr = stderr.join().unwrap_or_default();
+        let Some(status) = status else {
+            panic!(
+                "kubectl {} did not finish within {TIMEOUT:?}\nstdout:\n{stdout}\nstderr:\n{stderr}",
+                args.join(" ")
+            );
+        };
+        Output {
+            success: status.success(),
+            stdout,
+            stderr,
+        }
+    }
+
+    /// Runs kubectl with `args`.
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.run_with_stdin(args, "")
+    }
+
+    /// Runs kubectl with `args`, which must succeed; returns its stdout.
+    pub fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert!(
+            out.success,
+            "kubectl {} failed\nstdout:\n{}\nstderr:\n{}",
+            args.join(" "),
+            out.stdout,
+            out.stderr
+        );
+        out.stdout
+    }
+
+    /// Runs kubectl with `args`, which must fail; returns its stderr.
+    pub fn fails(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert!(
+            !out.success,
+            "kubectl {} succeeded but should have failed\nstdout:\n{}",
+            args.join(" "),
+            out.stdout
+        );
+        out.stderr
+    }
+
+    /// Starts kubectl in the background (e.g. `get -w`), its output going to a file.
+    pub fn spawn(&self, args: &[&str]) -> Background {
+        let n = std::fs::read_dir(&self.dir).map(|d| d.count()).unwrap_or(0);
+        let out_path = self.dir.join(format!("background-{n}.out"));
+        let err_path = self.dir.join(format!("background-{n}.err"));
+        let out = std::fs::File::create(&out_path).expect("creating the output file");
+        let err = std::fs::File::create(&err_path).expect("creating the error file");
+        let child = self
+            .command(args)
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .spawn()
+            .unwrap_or_else(|err| panic!("running {}: {err}", self.binary.display()));
+        Background {
+            child,
+            out_path,
+            err_path,
+            what: args.join(" "),
+        }
+    }
+}
+
+fn reader(mut pipe: impl Read + Send + 'static) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = pipe.read_to_end(&mut bytes);
+        String::from_utf8_lossy(&bytes).into_owned()
+    })
+}
+
+/// A kubectl running in the background, killed on drop.
+pub struct Background {
+    child: Child,
+    out_path: PathBuf,
+    err_path: PathBuf,
+    what: String,
+}
+
+impl Background {
+    /// What it has printed to stdout so far.
+    pub fn stdout(&self) -> String {
+        std::fs::read_to_string(&self.out_path).unwrap_or_default()
+    }
+
+    /// What it has printed to stderr so far.
+    pub fn stderr(&self) -> String {
+        std::fs::read_to_string(&self.err_path).unwrap_or_default()
+    }
+
+    /// Waits until `pred` holds for its stdout; panics after `timeout` (a hang guard) or if
+    /// kubectl exits first.
+    pub fn wait_for(
+        &mut self,
+        timeout: Duration,
+        what: &str,
+        pred: impl Fn(&str) -> bool,
+    ) -> String {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let out = self.stdout();
+            if pred(&out) {
+                return out;
+            }
+            if let Ok(Some(status)) = self.child.try_wait() {
+                let out = self.stdout();
+                if pred(&out) {
+                    return out;
+                }
+                panic!(
+                    "kubectl {} exited ({status}) before {what}\nstdout:\n{out}\nstderr:\n{}",
+                    self.what,
+                    self.stderr()
+                );
+            }
+            if Instant::now() > deadline {
+                panic!(
+                    "kubectl {}: no {what} within {timeout:?}\nstdout:\n{out}\nstderr:\n{}",
+                    self.what,
+                    self.stderr()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
