@@ -37,15 +37,10 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         version = component_base::version::GIT_VERSION,
         "starting kube-apiserver"
     );
-    let backend = open_storage(&config.storage).await?;
-    let services = Arc::new(ServiceAllocator::new(
-        backend.clone(),
-        config.service_cluster_ip_range,
-        config.service_node_port_range.clone(),
-    ));
-    let state = ApiState::start(backend.clone(), services, shutdown.clone())
-        .await
-        .context("starting the watch caches")?;
+    let (backend, state) = tokio::select! {
+        started = start_storage_retrying(&config, &shutdown) => started?,
+        _ = shutdown.cancelled() => return Ok(()),
+    };
     bootstrap::ensure(&state, &config)
         .await
         .context("creating the bootstrap objects")?;
@@ -126,6 +121,45 @@ fn stack_config(config: &Config) -> anyhow::Result<StackConfig> {
         max_requests_inflight: config.max_requests_inflight,
         max_mutating_requests_inflight: config.max_mutating_requests_inflight,
     })
+}
+
+/// Opens storage and starts the watch caches, retrying while etcd cannot be reached (it may be
+/// starting beside us), as upstream's apiserver waits for etcd; a local store that cannot be
+/// opened is fatal.
+async fn start_storage_retrying(
+    config: &Config,
+    shutdown: &CancellationToken,
+) -> anyhow::Result<(Arc<dyn Backend>, Arc<ApiState>)> {
+    let mut delay = Duration::from_millis(100);
+    loop {
+        // Caches started by a failed attempt stop with it.
+        let attempt = shutdown.child_token();
+        let started = async {
+            let backend = open_storage(&config.storage).await?;
+            let services = Arc::new(ServiceAllocator::new(
+                backend.clone(),
+                config.service_cluster_ip_range,
+                config.service_node_port_range.clone(),
+            ));
+            let state = ApiState::start(backend.clone(), services, attempt.clone())
+                .await
+                .context("starting the watch caches")?;
+            anyhow::Ok((backend, state))
+        };
+        let result = started.await;
+        if result.is_err() {
+            attempt.cancel();
+        }
+        match result {
+            Ok(started) => return Ok(started),
+            Err(err) if matches!(config.storage, StorageConfig::Etcd { .. }) => {
+                tracing::warn!("{err:#}; retrying in {delay:?}");
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(Duration::from_secs(5));
+            }
+            Err(err) => return Err(err),
+        }
+    }
 }
 
 async fn open_storage(storage: &StorageConfig) -> anyhow::Result<Arc<dyn Backend>> {
