@@ -13,6 +13,8 @@ need_apt=()
 command -v curl >/dev/null 2>&1 || need_apt+=(curl)
 command -v protoc >/dev/null 2>&1 || need_apt+=(protobuf-compiler)
 [ -x /usr/bin/etcd ] || need_apt+=(etcd-server)
+# The e2e tests build a venv with the official Kubernetes Python client (pip, from PyPI).
+python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || need_apt+=(python3-venv)
 if [ ${#need_apt[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq

@@ -44,19 +44,7 @@ impl Kubectl {
     pub fn new(binary: &Path, dir: &Path, server: &str, ca_file: &Path) -> Self {
         std::fs::create_dir_all(dir).expect("creating the kubectl dir");
         let kubeconfig = dir.join("kubeconfig");
-        let config = format!(
-            "apiVersion: v1\n\
-             kind: Config\n\
-             clusters:\n\
-             - name: e2e\n  cluster:\n    server: {server}\n    certificate-authority: {ca}\n\
-             users:\n\
-             - name: e2e\n  user:\n    token: e2e\n\
-             contexts:\n\
-             - name: e2e\n  context:\n    cluster: e2e\n    user: e2e\n\
-             current-context: e2e\n",
-            ca = ca_file.display()
-        );
-        std::fs::write(&kubeconfig, config).expect("writing the kubeconfig");
+        write_kubeconfig(&kubeconfig, server, ca_file).expect("writing the kubeconfig");
         Self {
             binary: binary.to_path_buf(),
             kubeconfig,
@@ -177,6 +165,24 @@ impl Kubectl {
             what: args.join(" "),
         }
     }
+}
+
+/// Writes a kubeconfig for `server` (`https://...`) trusting `ca_file`, with a token user
+/// (`e2e`) so no client prompts for credentials.
+pub fn write_kubeconfig(path: &Path, server: &str, ca_file: &Path) -> std::io::Result<()> {
+    let config = format!(
+        "apiVersion: v1\n\
+         kind: Config\n\
+         clusters:\n\
+         - name: e2e\n  cluster:\n    server: {server}\n    certificate-authority: {ca}\n\
+         users:\n\
+         - name: e2e\n  user:\n    token: e2e\n\
+         contexts:\n\
+         - name: e2e\n  context:\n    cluster: e2e\n    user: e2e\n\
+         current-context: e2e\n",
+        ca = ca_file.display()
+    );
+    std::fs::write(path, config)
 }
 
 fn reader(mut pipe: impl Read + Send + 'static) -> std::thread::JoinHandle<String> {

@@ -12,6 +12,11 @@ pub const KUBERNETES_CLIENT: &str = "kubernetes==33.1.0";
 /// or holds another client version. Concurrent callers each build in their own temp dir and
 /// the first rename wins.
 pub fn venv_python() -> anyhow::Result<PathBuf> {
+    // Tests of one process build it once; other processes race through the rename below.
+    static BUILDING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _guard = BUILDING
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     let target = crate::bin_dir()
         .parent()
         .map(Path::to_path_buf)
@@ -21,8 +26,11 @@ pub fn venv_python() -> anyhow::Result<PathBuf> {
     if std::fs::read_to_string(&marker).ok().as_deref() == Some(KUBERNETES_CLIENT) {
         return Ok(venv.join("bin").join("python"));
     }
-    let building = target.join(format!("e2e-venv.tmp-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&building);
+    // Removed if anything below fails; renamed into place when done.
+    let tmp = tempfile::Builder::new()
+        .prefix("e2e-venv.tmp")
+        .tempdir_in(&target)?;
+    let building = tmp.path().to_path_buf();
     let python3 = which("python3").ok_or_else(|| {
         anyhow::anyhow!(
             "python3 is missing: run hack/install-deps.sh (apt-get install python3-venv)"
@@ -47,10 +55,13 @@ pub fn venv_python() -> anyhow::Result<PathBuf> {
     std::fs::write(building.join("e2e-requirement"), KUBERNETES_CLIENT)?;
     // A venv's interpreter finds its packages through bin/../pyvenv.cfg, so the directory can be
     // moved as long as it is run as <venv>/bin/python (not through pip's script shebangs).
-    let _ = std::fs::remove_dir_all(&venv);
+    if venv.exists() && std::fs::read_to_string(&marker).ok().as_deref() != Some(KUBERNETES_CLIENT)
+    {
+        // An older or unfinished venv.
+        let _ = std::fs::remove_dir_all(&venv);
+    }
     if std::fs::rename(&building, &venv).is_err() {
         // Someone else finished first; use theirs if it is complete.
-        let _ = std::fs::remove_dir_all(&building);
         anyhow::ensure!(
             std::fs::read_to_string(&marker).ok().as_deref() == Some(KUBERNETES_CLIENT),
             "could not install the venv at {}",
