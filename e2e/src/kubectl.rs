@@ -71,8 +71,18 @@ impl Kubectl {
 
     /// Runs kubectl with `args` and `stdin`, killing it after [`TIMEOUT`].
     pub fn run_with_stdin(&self, args: &[&str], stdin: &str) -> Output {
+        self.run_full(args, stdin, &[])
+    }
+
+    /// Runs kubectl with `args` and extra environment variables.
+    pub fn run_env(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
+        self.run_full(args, "", env)
+    }
+
+    fn run_full(&self, args: &[&str], stdin: &str, env: &[(&str, &str)]) -> Output {
         let mut child = self
             .command(args)
+            .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

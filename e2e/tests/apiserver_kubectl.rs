@@ -910,3 +910,256 @@ async fn kubectl_secret_string_data_becomes_data() {
     drop(server);
     drop(dir);
 }
+
+/// An apiserver on the embedded store, kubectl for it, and the suite's manifest created.
+async fn started_with_manifest() -> (tempfile::TempDir, ApiServer, Kubectl, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let server = ApiServer::start(&dir.path().join("server"), Backend::Embedded)
+        .await
+        .unwrap();
+    let k = Kubectl::upstream(
+        &dir.path().join("kubectl"),
+        &server.url(),
+        &server.ca_file(),
+    );
+    let manifest = write(&k, "manifest.yaml", MANIFEST);
+    assert_eq!(k.ok(&["create", "-f", &manifest]), lines(["created"; 6]));
+    (dir, server, k, manifest)
+}
+
+/// Client verbs built on the server's basic ones: edit, wait, cordon, rollout restart, expose,
+/// a Service's cluster IP.
+#[tokio::test]
+async fn kubectl_edit_wait_cordon_rollout_expose() {
+    let (_dir, server, k, _) = started_with_manifest().await;
+
+    // edit, with an "editor" that rewrites the file kubectl hands it.
+    let editor = write(
+        &k,
+        "editor.sh",
+        "#!/bin/sh\nsed -i 's/color: blue/color: teal/' \"$1\"\n",
+    );
+    std::process::Command::new("chmod")
+        .args(["+x", &editor])
+        .status()
+        .unwrap();
+    let out = k.run_env(
+        &["edit", "configmap", "settings", "-n", "e2e"],
+        &[("EDITOR", &editor)],
+    );
+    assert!(out.success, "{out:?}");
+    assert_eq!(out.stdout, "configmap/settings edited\n");
+    assert_eq!(
+        k.ok(&[
+            "get",
+            "cm",
+            "settings",
+            "-n",
+            "e2e",
+            "-o",
+            "jsonpath={.data.color}"
+        ]),
+        "teal"
+    );
+
+    // wait for a condition that holds, and for a deletion made meanwhile.
+    assert_eq!(
+        k.ok(&[
+            "wait",
+            "--for=jsonpath={.data.color}=teal",
+            "configmap/settings",
+            "-n",
+            "e2e",
+            "--timeout=20s"
+        ]),
+        "configmap/settings condition met\n"
+    );
+    let mut waiting = k.spawn(&[
+        "wait",
+        "--for=delete",
+        "configmap/settings",
+        "-n",
+        "e2e",
+        "--timeout=30s",
+    ]);
+    std::thread::sleep(Duration::from_millis(500));
+    k.ok(&["delete", "configmap", "settings", "-n", "e2e"]);
+    waiting.wait_for(Duration::from_secs(30), "condition met", |out| {
+        out == "configmap/settings condition met\n"
+    });
+
+    // cordon / uncordon a Node.
+    let out = k.run_with_stdin(
+        &["create", "-f", "-"],
+        "apiVersion: v1\nkind: Node\nmetadata:\n  name: n1\n",
+    );
+    assert!(out.success, "{out:?}");
+    assert_eq!(k.ok(&["cordon", "n1"]), "node/n1 cordoned\n");
+    assert_eq!(
+        k.ok(&["get", "node", "n1", "-o", "jsonpath={.spec.unschedulable}"]),
+        "true"
+    );
+    assert_eq!(k.ok(&["uncordon", "n1"]), "node/n1 uncordoned\n");
+    assert_eq!(
+        k.ok(&["get", "node", "n1", "-o", "jsonpath={.spec.unschedulable}"]),
+        ""
+    );
+
+    // rollout restart stamps the pod template.
+    assert_eq!(
+        k.ok(&["rollout", "restart", "deployment/web", "-n", "e2e"]),
+        "deployment.apps/web restarted\n"
+    );
+    let stamped = k.ok(&[
+        "get",
+        "deploy",
+        "web",
+        "-n",
+        "e2e",
+        "-o",
+        "jsonpath={.spec.template.metadata.annotations.kubectl\\.kubernetes\\.io/restartedAt}",
+    ]);
+    assert!(!stamped.is_empty(), "no restartedAt annotation");
+
+    // expose makes a Service from the Deployment's selector; Services get a cluster IP.
+    assert_eq!(
+        k.ok(&[
+            "expose",
+            "deployment",
+            "web",
+            "-n",
+            "e2e",
+            "--name=web2",
+            "--port=8080",
+            "--target-port=80"
+        ]),
+        "service/web2 exposed\n"
+    );
+    let service = json(&k.ok(&["get", "svc", "web2", "-n", "e2e", "-o", "json"]));
+    assert_eq!(
+        service["spec"]["selector"],
+        serde_json::json!({"app": "web"})
+    );
+    assert_eq!(service["spec"]["ports"][0]["port"], 8080);
+    for name in ["web", "web2"] {
+        let ip = k.ok(&[
+            "get",
+            "svc",
+            name,
+            "-n",
+            "e2e",
+            "-o",
+            "jsonpath={.spec.clusterIP}",
+        ]);
+        assert!(
+            ip.parse::<std::net::Ipv4Addr>().is_ok(),
+            "service {name} has no cluster IP: {ip:?}"
+        );
+    }
+    drop(server);
+}
+
+/// Server-side apply: `kubectl apply --server-side` sends application/apply-patch+yaml.
+#[tokio::test]
+#[ignore = "apiserver bug: PATCH with application/apply-patch+yaml (server-side apply) is rejected with 415"]
+async fn kubectl_server_side_apply() {
+    let (_dir, server, k, manifest) = started_with_manifest().await;
+    let out = k.run(&["apply", "--server-side", "-f", &manifest]);
+    assert!(out.success, "{out:?}");
+    assert_eq!(out.stdout, lines(["serverside-applied"; 6]));
+    let changed = write(
+        &k,
+        "changed.yaml",
+        &MANIFEST.replace("color: blue", "color: green"),
+    );
+    let out = k.run(&["apply", "--server-side", "-f", &changed]);
+    assert!(out.success, "{out:?}");
+    let cm = json(&k.ok(&[
+        "get",
+        "cm",
+        "settings",
+        "-n",
+        "e2e",
+        "-o",
+        "json",
+        "--show-managed-fields",
+    ]));
+    assert_eq!(cm["data"]["color"], "green");
+    let managers: Vec<&str> = cm["metadata"]["managedFields"]
+        .as_array()
+        .map(|fields| {
+            fields
+                .iter()
+                .filter_map(|f| f["manager"].as_str())
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(managers.contains(&"kubectl"), "{cm}");
+    drop(server);
+}
+
+/// `--dry-run=server` and `kubectl diff` (a server-side dry-run patch) change nothing.
+#[tokio::test]
+#[ignore = "apiserver bug: dryRun=All is rejected with 400 (\"not supported by this server yet\")"]
+async fn kubectl_dry_run_and_diff() {
+    let (_dir, server, k, manifest) = started_with_manifest().await;
+    let out = k.run_with_stdin(
+        &["create", "-f", "-", "--dry-run=server", "-o", "name"],
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: dry\n  namespace: e2e\n",
+    );
+    assert!(out.success, "{out:?}");
+    assert_eq!(out.stdout, "configmap/dry\n");
+    let err = k.fails(&["get", "cm", "dry", "-n", "e2e"]);
+    assert!(err.contains("NotFound"), "{err}");
+
+    assert_eq!(k.ok(&["apply", "-f", &manifest]), lines(["configured"; 6]));
+    let out = k.run(&["diff", "-f", &manifest]);
+    assert!(out.success && out.stdout.is_empty(), "no changes: {out:?}");
+    let changed = write(
+        &k,
+        "changed.yaml",
+        &MANIFEST.replace("color: blue", "color: pink"),
+    );
+    let out = k.run(&["diff", "-f", &changed]);
+    // kubectl diff exits 1 when there are differences.
+    assert!(!out.success && out.stderr.is_empty(), "{out:?}");
+    assert!(out.stdout.contains("-  color: blue\n"), "{}", out.stdout);
+    assert!(out.stdout.contains("+  color: pink\n"), "{}", out.stdout);
+    assert_eq!(
+        k.ok(&[
+            "get",
+            "cm",
+            "settings",
+            "-n",
+            "e2e",
+            "-o",
+            "jsonpath={.data.color}"
+        ]),
+        "blue"
+    );
+    drop(server);
+}
+
+/// `kubectl auth can-i` (SelfSubjectAccessReview) and `kubectl auth whoami` (SelfSubjectReview),
+/// both listed in discovery.
+#[tokio::test]
+#[ignore = "apiserver bug: POST selfsubjectaccessreviews / selfsubjectreviews answer 404 though discovery lists them"]
+async fn kubectl_auth_can_i_and_whoami() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = ApiServer::start(&dir.path().join("server"), Backend::Embedded)
+        .await
+        .unwrap();
+    let k = Kubectl::upstream(
+        &dir.path().join("kubectl"),
+        &server.url(),
+        &server.ca_file(),
+    );
+    // AlwaysAllow authorizes everything.
+    assert_eq!(k.ok(&["auth", "can-i", "create", "pods"]), "yes\n");
+    assert_eq!(k.ok(&["auth", "can-i", "delete", "nodes"]), "yes\n");
+    let who = k.ok(&["auth", "whoami"]);
+    assert!(who.starts_with("ATTRIBUTE"), "{who}");
+    assert!(who.contains("Username"), "{who}");
+    drop(server);
+    drop(dir);
+}
