@@ -157,6 +157,22 @@ async fn bad_requests(backend: Backend) {
     let mut stale = created.clone();
     stale["data"]["k"] = json!("from a stale read");
 
+    // An immutable ConfigMap.
+    let (status, body) = server
+        .request(
+            "POST",
+            CONFIGMAPS,
+            Some("application/json"),
+            serde_json::to_vec(&json!({
+                "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "frozen"},
+                "immutable": true, "data": {"k": "v"},
+            }))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(status, 201, "{body}");
+
     let yaml = Some("application/yaml");
     let js = Some("application/json");
     let nested = format!(
@@ -369,6 +385,37 @@ async fn bad_requests(backend: Backend) {
             code: 400,
             reason: "BadRequest",
             message: "does not match the name on the URL",
+        },
+        Case {
+            what: "an update of an object that does not exist",
+            method: "PUT",
+            path: "/api/v1/namespaces/default/configmaps/ghost",
+            content_type: js,
+            body: configmap("ghost"),
+            code: 404,
+            reason: "NotFound",
+            message: "configmaps \"ghost\" not found",
+        },
+        Case {
+            what: "a change to an immutable ConfigMap's data",
+            method: "PATCH",
+            path: "/api/v1/namespaces/default/configmaps/frozen",
+            content_type: Some("application/merge-patch+json"),
+            body: br#"{"data":{"k":"changed"}}"#.to_vec(),
+            code: 422,
+            reason: "Invalid",
+            message: "field is immutable when `immutable` is set",
+        },
+        Case {
+            what: "a delete whose UID precondition does not match",
+            method: "DELETE",
+            path: &seed,
+            content_type: js,
+            body: br#"{"kind":"DeleteOptions","apiVersion":"v1","preconditions":{"uid":"not-the-uid"}}"#
+                .to_vec(),
+            code: 409,
+            reason: "Conflict",
+            message: "Precondition failed: UID in precondition: not-the-uid",
         },
         Case {
             what: "an unknown resource",
