@@ -13,12 +13,13 @@ use std::path::PathBuf;
 /// The directory holding the workspace's binaries for the profile these tests were built with
 /// (`hack/test.sh` builds them before the tests run).
 pub fn bin_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("test executable path");
-    // target/<profile>/deps/<test> -> target/<profile>
-    exe.parent()
-        .and_then(|deps| deps.parent())
-        .map(PathBuf::from)
-        .expect("test executable lives in target/<profile>/deps")
+    let exe = std::env::current_exe().expect("executable path");
+    let dir = exe.parent().expect("an executable lives in a directory");
+    // Tests live in target/<profile>/deps, binaries such as the benchmark in target/<profile>.
+    match dir.file_name() {
+        Some(name) if name == "deps" => dir.parent().unwrap_or(dir).to_path_buf(),
+        _ => dir.to_path_buf(),
+    }
 }
 
 /// Path of one of the workspace's binaries, which must have been built.
