@@ -883,7 +883,6 @@ async fn kubectl_create_subcommands() {
 
 /// Upstream converts a Secret's write-only stringData into base64 data on every write.
 #[tokio::test]
-#[ignore = "apiserver bug: Secret stringData is stored and returned as is instead of being merged into data"]
 async fn kubectl_secret_string_data_becomes_data() {
     let dir = tempfile::tempdir().unwrap();
     let server = ApiServer::start(&dir.path().join("server"), Backend::Embedded)

@@ -4,6 +4,8 @@
 
 use super::meta::{meta_mut, spec_part};
 use api_types::registry::ResourceInfo;
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
 use serde_json::{Value, json};
 
 /// The rules of one resource.
@@ -69,6 +71,7 @@ impl Strategy {
 
     /// Sets what create owns: the initial status and generation.
     pub fn prepare_for_create(&self, object: &mut Value) {
+        self.normalize(object);
         if self.tracks_generation {
             meta_mut(object).insert("generation".into(), json!(1));
         } else {
@@ -101,6 +104,9 @@ impl Strategy {
     /// Makes `new` (an update of `old`) change only what `part` may change, and bumps the
     /// generation on a spec change.
     pub fn prepare_for_update(&self, new: &mut Value, old: &Value, part: Part) {
+        if part == Part::Main {
+            self.normalize(new);
+        }
         match part {
             Part::Status => {
                 let status = new.get("status").cloned();
@@ -139,6 +145,28 @@ impl Strategy {
                 old_generation
             };
             meta_mut(new).insert("generation".into(), json!(generation));
+        }
+    }
+
+    /// Write-only conveniences of the API folded into the stored form, as upstream's decoding
+    /// does: a Secret's `stringData` becomes base64 `data` (its keys win) and is not kept.
+    fn normalize(&self, object: &mut Value) {
+        if !self.is("", "secrets") {
+            return;
+        }
+        let Some(string_data) = object.as_object_mut().and_then(|m| m.remove("stringData")) else {
+            return;
+        };
+        let Some(entries) = string_data.as_object() else {
+            return;
+        };
+        if !object["data"].is_object() {
+            object["data"] = json!({});
+        }
+        for (key, value) in entries {
+            if let Some(text) = value.as_str() {
+                object["data"][key] = json!(STANDARD.encode(text));
+            }
         }
     }
 
@@ -266,6 +294,24 @@ mod tests {
         let mut same = old.clone();
         s.prepare_for_update(&mut same, &old, Part::Main);
         assert_eq!(same["metadata"]["generation"], 1, "no spec change, no bump");
+    }
+
+    #[test]
+    fn secret_string_data_becomes_data() {
+        let mut secret = json!({"metadata": {"name": "s"}, "data": {"user": "YWRtaW4=", "password": "b2xk"},
+            "stringData": {"password": "s3cret"}});
+        strategy("", "v1", "secrets").prepare_for_create(&mut secret);
+        assert_eq!(
+            secret["data"],
+            json!({"user": "YWRtaW4=", "password": "czNjcmV0"})
+        );
+        assert!(secret.get("stringData").is_none());
+        let mut cm = json!({"metadata": {"name": "c"}, "stringData": {"a": "b"}});
+        strategy("", "v1", "configmaps").prepare_for_create(&mut cm);
+        assert!(
+            cm.get("stringData").is_some(),
+            "only secrets fold stringData"
+        );
     }
 
     #[test]
