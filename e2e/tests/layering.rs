@@ -17,7 +17,8 @@ const LIBRARY_RULES: &[(&str, &[&str])] = &[
     ("api-types", &[]),
     ("component-base", &[]),
     ("client-go-rs", &["api-types"]),
-    ("e2e", &[]),
+    // e2e drives the components as processes, with real clients: our client library among them.
+    ("e2e", &["client-go-rs", "api-types"]),
 ];
 
 fn workspace_dependencies() -> BTreeMap<String, BTreeSet<String>> {
