@@ -43,6 +43,8 @@ const CASES: &[Case] = &[
                 "--bind-address=127.0.0.1".into(),
                 format!("--cert-dir={dir}"),
                 "--v=2".into(),
+                // No apiserver here: leader election is tested in leader_election.rs.
+                "--leader-elect=false".into(),
             ]
         },
     },
@@ -56,6 +58,7 @@ const CASES: &[Case] = &[
                 "--bind-address=127.0.0.1".into(),
                 format!("--cert-dir={dir}"),
                 "--controllers=*,-job".into(),
+                "--leader-elect=false".into(),
             ]
         },
     },
@@ -162,6 +165,7 @@ async fn controller_manager_configz_shows_resolved_controllers() {
         "--bind-address=127.0.0.1".into(),
         format!("--cert-dir={}", cert_dir.display()),
         "--controllers=replicaset,garbagecollector,-garbagecollector,tokencleaner".into(),
+        "--leader-elect=false".into(),
     ];
     let mut daemon = Daemon::start(&bin("kube-controller-manager"), &args, dir.path()).unwrap();
     let addr: SocketAddr = ([127, 0, 0, 1], port).into();

@@ -11,9 +11,11 @@ mod elector;
 mod lock;
 mod memory;
 mod record;
+mod run;
 
 pub use config::{ConfigError, LeaderElectionConfig};
 pub use elector::{LeaderCallbacks, LeaderElector, LeaderStatus};
 pub use lock::{KubeLeaseLock, LeaseLock, LockError};
 pub use memory::InMemoryLeaseLock;
 pub use record::LeaderElectionRecord;
+pub use run::{LeaderRunError, LeaseSettings, default_identity, run_while_leading, run_with_lock};

@@ -1,10 +1,14 @@
-//! The run phase: serve health, metrics and configz until a signal asks to stop.
+//! The run phase: serve health, metrics and configz, and (with `--leader-elect`) campaign for
+//! the `kube-system/kube-scheduler` Lease, scheduling only while leading (the scheduling
+//! framework arrives with its issue; leading today means holding the lease).
 
 use super::config::{COMPONENT, Config};
+use client_go_rs::leaderelection::{LeaseSettings, run_while_leading};
 use component_base::debug::DebugHandlers;
 use component_base::signals::shutdown_on_signals;
+use tokio_util::sync::CancellationToken;
 
-/// Runs kube-scheduler until SIGTERM or SIGINT.
+/// Runs kube-scheduler until SIGTERM or SIGINT, or until it loses its lease.
 pub async fn run(config: Config) -> anyhow::Result<()> {
     let shutdown = shutdown_on_signals()?;
     let handlers = DebugHandlers::default();
@@ -15,7 +19,50 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         version = component_base::version::GIT_VERSION,
         "starting kube-scheduler"
     );
-    handlers
-        .serve_until_shutdown(&config.secure_serving, COMPONENT, shutdown)
-        .await
+    let server = config
+        .secure_serving
+        .start(COMPONENT, handlers.clone().service(), shutdown.clone())
+        .await?;
+    let outcome = lead_and_work(&config, shutdown.clone()).await;
+    // Losing the lease stops the process too, as upstream's scheduler exits then.
+    shutdown.cancel();
+    handlers.health.mark_shutting_down();
+    if let Some(server) = server {
+        server.wait().await;
+    }
+    outcome
+}
+
+async fn lead_and_work(config: &Config, shutdown: CancellationToken) -> anyhow::Result<()> {
+    let work = |leading: CancellationToken| async move {
+        tracing::info!("leading: scheduling is not implemented yet");
+        leading.cancelled().await;
+    };
+    let le = &config.leader_election;
+    if !le.leader_elect {
+        work(shutdown).await;
+        return Ok(());
+    }
+    let client = client_go_rs::config::load_client_config(
+        config.client.kubeconfig.as_deref(),
+        config.client.master.as_deref(),
+        None,
+    )
+    .await?
+    .with_user_agent(client_go_rs::config::default_user_agent(
+        COMPONENT,
+        component_base::version::GIT_VERSION,
+    ))
+    .build_client()?;
+    let settings = LeaseSettings {
+        namespace: le.leader_elect_resource_namespace.clone(),
+        name: le
+            .leader_elect_resource_name
+            .clone()
+            .unwrap_or_else(|| COMPONENT.into()),
+        lease_duration: le.leader_elect_lease_duration.0,
+        renew_deadline: le.leader_elect_renew_deadline.0,
+        retry_period: le.leader_elect_retry_period.0,
+    };
+    Ok(run_while_leading(client, &settings, shutdown, work).await?)
 }
