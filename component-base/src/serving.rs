@@ -249,6 +249,11 @@ where
                     }
                 },
             };
+            // Small writes (watch events, short responses) must not wait for the peer's delayed
+            // ACK under Nagle's algorithm: that alone adds ~40 ms to a watch event.
+            if let Err(err) = stream.set_nodelay(true) {
+                tracing::debug!(%peer, %err, "setting TCP_NODELAY failed");
+            }
             let acceptor = acceptor.clone();
             let service = service.clone();
             let builder = builder.clone();
