@@ -82,6 +82,20 @@ impl ClientConfig {
     }
 }
 
+/// The client of a component: its `--kubeconfig` / `--master` (else `KUBECONFIG`, else
+/// in-cluster), identified by its user agent (`component/version (os/arch) ...`).
+pub async fn component_client(
+    kubeconfig: Option<&Path>,
+    master: Option<&str>,
+    component: &str,
+    version: &str,
+) -> Result<kube::Client, ConfigError> {
+    load_client_config(kubeconfig, master, None)
+        .await?
+        .with_user_agent(super::default_user_agent(component, version))
+        .build_client()
+}
+
 /// Loads the configuration as client-go components do, from this process's environment.
 ///
 /// See [`load_client_config_from`].

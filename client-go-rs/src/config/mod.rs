@@ -14,7 +14,8 @@ mod user_agent;
 pub use environment::Environment;
 pub use error::ConfigError;
 pub use loader::{
-    ClientConfig, DEFAULT_BURST, DEFAULT_QPS, load_client_config, load_client_config_from,
+    ClientConfig, DEFAULT_BURST, DEFAULT_QPS, component_client, load_client_config,
+    load_client_config_from,
 };
 pub use rate_limit::{RateLimitLayer, RateLimited, TokenBucket};
 pub use user_agent::{build_user_agent, default_user_agent};

@@ -44,17 +44,13 @@ async fn lead_and_work(config: &Config, shutdown: CancellationToken) -> anyhow::
         work(shutdown).await;
         return Ok(());
     }
-    let client = client_go_rs::config::load_client_config(
+    let client = client_go_rs::config::component_client(
         config.client.kubeconfig.as_deref(),
         config.client.master.as_deref(),
-        None,
-    )
-    .await?
-    .with_user_agent(client_go_rs::config::default_user_agent(
         COMPONENT,
         component_base::version::GIT_VERSION,
-    ))
-    .build_client()?;
+    )
+    .await?;
     let settings = LeaseSettings {
         namespace: le.leader_elect_resource_namespace.clone(),
         name: le
