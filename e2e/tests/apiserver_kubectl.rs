@@ -31,8 +31,8 @@ metadata:
   name: creds
   namespace: e2e
 type: Opaque
-stringData:
-  password: s3cret
+data:
+  password: czNjcmV0
 ---
 apiVersion: apps/v1
 kind: Deployment
@@ -1099,7 +1099,6 @@ async fn kubectl_server_side_apply() {
 
 /// `--dry-run=server` and `kubectl diff` (a server-side dry-run patch) change nothing.
 #[tokio::test]
-#[ignore = "apiserver bug: dryRun=All is rejected with 400 (\"not supported by this server yet\")"]
 async fn kubectl_dry_run_and_diff() {
     let (_dir, server, k, manifest) = started_with_manifest().await;
     let out = k.run_with_stdin(

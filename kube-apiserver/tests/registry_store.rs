@@ -367,3 +367,57 @@ async fn pagination_reads_one_snapshot() {
     let all = cms.list(None, &ListOptions::default()).await.unwrap();
     assert_eq!(all.items.len(), 25, "25 created, one added, one deleted");
 }
+
+#[tokio::test]
+async fn dry_runs_check_everything_and_write_nothing() {
+    let f = Fixture::new();
+    f.namespace("ns").await;
+    let cms = f.store("", "v1", "configmaps");
+    let dry = cms.dry_run();
+    let before = f.backend.current_revision().await.unwrap();
+
+    let created = dry.create(Some("ns"), configmap("a")).await.unwrap();
+    assert_eq!(created["metadata"]["name"], "a");
+    assert!(matches!(
+        cms.get(Some("ns"), "a").await,
+        Err(RegistryError::NotFound { .. })
+    ));
+    // Validation and admission still answer.
+    assert!(matches!(
+        dry.create(Some("ns"), configmap("Bad_Name")).await,
+        Err(RegistryError::Invalid { .. })
+    ));
+    assert!(matches!(
+        dry.create(Some("nowhere"), configmap("a")).await,
+        Err(RegistryError::NotFound { .. })
+    ));
+    assert_eq!(
+        f.backend.current_revision().await.unwrap(),
+        before,
+        "dry runs wrote"
+    );
+
+    let stored = cms.create(Some("ns"), configmap("a")).await.unwrap();
+    let after_create = f.backend.current_revision().await.unwrap();
+    assert!(matches!(
+        dry.create(Some("ns"), configmap("a")).await,
+        Err(RegistryError::AlreadyExists { .. })
+    ));
+    let mut changed = stored.clone();
+    changed["data"]["k"] = json!("dry");
+    let answer = dry
+        .update(Some("ns"), "a", changed, Part::Main)
+        .await
+        .unwrap();
+    assert_eq!(answer["data"]["k"], "dry");
+    assert!(matches!(
+        dry.delete(Some("ns"), "a", &DeleteOptions::default()).await,
+        Ok(DeleteOutcome::Deleted(_))
+    ));
+    assert_eq!(cms.get(Some("ns"), "a").await.unwrap()["data"]["k"], "v");
+    assert_eq!(
+        f.backend.current_revision().await.unwrap(),
+        after_create,
+        "dry runs wrote"
+    );
+}

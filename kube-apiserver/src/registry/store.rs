@@ -46,6 +46,8 @@ pub struct ResourceStore {
     backend: Arc<dyn Backend>,
     /// Cluster IPs and node ports, for the services resource only.
     services: Option<Arc<ServiceAllocator>>,
+    /// `dryRun=All`: every check runs, nothing is written or allocated.
+    dry_run: bool,
 }
 
 impl ResourceStore {
@@ -54,6 +56,16 @@ impl ResourceStore {
             strategy: Strategy::for_resource(info),
             backend,
             services: None,
+            dry_run: false,
+        }
+    }
+
+    /// The same store answering as if it wrote (`dryRun=All`): validation, admission and
+    /// conflicts are checked, the response is what would be stored, and storage is untouched.
+    pub fn dry_run(&self) -> Self {
+        Self {
+            dry_run: true,
+            ..self.clone()
         }
     }
 
@@ -146,10 +158,21 @@ impl ResourceStore {
         if let Some(ns) = namespace.filter(|_| info.namespaced) {
             self.check_namespace_accepts_content(ns, &name).await?;
         }
+        let key = self.key(namespace, &name);
+        if self.dry_run {
+            // Addresses and ports are not allocated for a dry run; existence is still checked.
+            if self.backend.get(&key, None).await?.is_some() {
+                return Err(RegistryError::AlreadyExists {
+                    group: info.group.into(),
+                    resource: info.plural.into(),
+                    name: name.clone(),
+                });
+            }
+            return Ok(object);
+        }
         if let Some(services) = &self.services {
             services.allocate(&mut object).await?;
         }
-        let key = self.key(namespace, &name);
         let created = self.backend.create(&key, codec::encode(&object)?).await;
         if created.is_err() {
             self.release(&object).await;
@@ -301,7 +324,7 @@ impl ResourceStore {
             self.carry_system_fields(&mut new, &old);
             validate::default(info, &mut new).map_err(|errs| self.invalid(name, errs))?;
             self.strategy.prepare_for_update(&mut new, &old, part);
-            if let (Some(services), Part::Main) = (&self.services, part) {
+            if let (Some(services), Part::Main, false) = (&self.services, part, self.dry_run) {
                 services.reconcile_update(&mut new, &old).await?;
             }
             let errs = validate::on_update(info, &new, &old);
@@ -311,6 +334,9 @@ impl ResourceStore {
             if without_resource_version(&new) == without_resource_version(&old) {
                 // Upstream skips writes that change nothing: the resourceVersion stays.
                 return Ok(old);
+            }
+            if self.dry_run {
+                return Ok(new);
             }
             if meta::is_terminating(&new) && self.nothing_holds_deletion(&new) {
                 return match self.backend.delete(&key, Some(current.mod_revision)).await {
@@ -426,6 +452,9 @@ impl ResourceStore {
                 if next == object {
                     return Ok(DeleteOutcome::Pending(object));
                 }
+                if self.dry_run {
+                    return Ok(DeleteOutcome::Pending(next));
+                }
                 match self
                     .backend
                     .update(&key, codec::encode(&next)?, current.mod_revision)
@@ -436,6 +465,9 @@ impl ResourceStore {
                     Err(StorageError::NotFound { .. }) => return Err(self.not_found(name)),
                     Err(err) => return Err(err.into()),
                 }
+            }
+            if self.dry_run {
+                return Ok(DeleteOutcome::Deleted(object));
             }
             match self.backend.delete(&key, Some(current.mod_revision)).await {
                 Ok((_, revision)) => {

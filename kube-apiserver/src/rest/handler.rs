@@ -14,7 +14,7 @@ use crate::http::request_info::RequestInfo;
 use crate::http::response::{Body, BoxError};
 use crate::http::status::ApiError;
 use crate::patch::{PatchError, PatchTarget, PatchType, apply_patch};
-use crate::registry::{DeleteOptions, DeleteOutcome, Part, RegistryError};
+use crate::registry::{DeleteOptions, DeleteOutcome, Part, RegistryError, ResourceStore};
 use crate::tables::IncludeObject;
 use api_types::registry::ResourceInfo;
 use http::{Request, Response, StatusCode, header};
@@ -24,6 +24,8 @@ use serde_json::{Value, json};
 /// What a handler needs of the request besides its body.
 pub struct Call<'a> {
     pub entry: &'a ResourceEntry,
+    /// The resource's store, or its dry-run view for `dryRun=All`.
+    pub store: ResourceStore,
     pub info: &'static ResourceInfo,
     pub request: &'a RequestInfo,
     pub namespace: Option<&'a str>,
@@ -104,24 +106,26 @@ where
         }
         _ => {}
     }
+    let query = Query::parse(req.uri().query());
+    let store = if query.dry_run()? {
+        entry.store.dry_run()
+    } else {
+        entry.store.clone()
+    };
     let call = Call {
         entry,
+        store,
         info,
         request,
         namespace,
-        query: Query::parse(req.uri().query()),
+        query,
         accept: header_string(&req, header::ACCEPT),
         content_type: header_string(&req, header::CONTENT_TYPE),
     };
-    if call.query.dry_run()? {
-        return Err(ApiError::bad_request(
-            "dryRun=All is not supported by this server yet",
-        ));
-    }
     let body = req.into_body();
     match (request.verb.as_str(), request.subresource.as_str()) {
         ("get", "" | "status") => {
-            let object = entry.store.get(namespace, call.name()).await?;
+            let object = call.store.get(namespace, call.name()).await?;
             call.object_response(StatusCode::OK, object)
         }
         ("list", "") => list(&call).await,
@@ -129,7 +133,7 @@ where
         ("create", "") => {
             let mut object = read_object(&call, body).await?;
             let warnings = FieldValidation::from_query(&call.query)?.check(info, &mut object)?;
-            let created = entry.store.create(namespace, object).await?;
+            let created = call.store.create(namespace, object).await?;
             Ok(with_warnings(
                 call.object_response(StatusCode::CREATED, created)?,
                 &warnings,
@@ -146,8 +150,7 @@ where
                 } else {
                     Part::Main
                 };
-                entry
-                    .store
+                call.store
                     .update(namespace, call.name(), object, part)
                     .await?
             };
@@ -269,7 +272,7 @@ async fn list(call: &Call<'_>) -> Result<Response<Body>, ApiError> {
         && options.continue_token.is_none();
     let (items, meta) = if from_cache {
         // resourceVersion=0: any recent state will do, served from the watch cache.
-        let store = call.entry.store.clone();
+        let store = call.store.clone();
         let opts = options.clone();
         let filter: crate::storage::cacher::Filter =
             std::sync::Arc::new(move |object: &Value| store.selected(object, &opts));
@@ -284,7 +287,7 @@ async fn list(call: &Call<'_>) -> Result<Response<Body>, ApiError> {
             },
         )
     } else {
-        let page = call.entry.store.list(call.namespace, &options).await?;
+        let page = call.store.list(call.namespace, &options).await?;
         (
             page.items,
             ListMeta {
@@ -326,7 +329,6 @@ where
     let mut failure: Option<ApiError> = None;
     let mut warnings = Vec::new();
     let result = call
-        .entry
         .store
         .guaranteed_update(call.namespace, call.name(), part, |old| {
             let mut patched = apply_patch(kind, old, &bytes, target).map_err(|err| {
@@ -436,12 +438,11 @@ where
 {
     let options = delete_options(call, body).await?;
     let outcome = call
-        .entry
         .store
         .delete(call.namespace, call.name(), &options)
         .await?;
     match outcome {
-        DeleteOutcome::Deleted(object) if !call.entry.store.strategy.returns_deleted_object() => {
+        DeleteOutcome::Deleted(object) if !call.store.strategy.returns_deleted_object() => {
             let media = call.media(EndpointRestrictions::NONE)?;
             Ok(respond(
                 StatusCode::OK,
@@ -480,7 +481,7 @@ where
     let mut list = call.query.list_options(call.info)?;
     list.limit = 0;
     list.continue_token = None;
-    let page = call.entry.store.list(call.namespace, &list).await?;
+    let page = call.store.list(call.namespace, &list).await?;
     let mut deleted = Vec::with_capacity(page.items.len());
     for object in page.items {
         let name = object["metadata"]["name"]
@@ -489,7 +490,6 @@ where
             .to_string();
         let namespace = object["metadata"]["namespace"].as_str().map(String::from);
         match call
-            .entry
             .store
             .delete(namespace.as_deref(), &name, &delete)
             .await
@@ -517,7 +517,6 @@ async fn finalize_namespace(call: &Call<'_>, object: Value) -> Result<Value, Api
     let finalizers = object["spec"]["finalizers"].clone();
     let rv = object["metadata"]["resourceVersion"].clone();
     Ok(call
-        .entry
         .store
         .guaranteed_update(None, call.name(), Part::Main, |old| {
             let mut new = old.clone();

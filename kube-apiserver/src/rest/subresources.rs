@@ -58,7 +58,7 @@ where
     B::Error: Into<BoxError>,
 {
     let media = call.media(EndpointRestrictions::NONE)?;
-    let store = &call.entry.store;
+    let store = &call.store;
     let name = call.name().to_string();
     let object = match call.request.verb.as_str() {
         "get" => store.get(call.namespace, &name).await?,
@@ -109,7 +109,6 @@ where
     F: FnMut(&Value) -> Result<Value, RegistryError>,
 {
     Ok(call
-        .entry
         .store
         .guaranteed_update(call.namespace, name, Part::Main, |current| {
             let wanted = scale(&scale_of(current))?;
@@ -163,7 +162,7 @@ where
     if node.is_empty() {
         return Err(ApiError::bad_request("Binding target.name is required"));
     }
-    let pods = call.entry.store.clone();
+    let pods = call.store.clone();
     pods.guaranteed_update(call.namespace, &pod_name, Part::Main, |pod| {
         if let Some(current) = pod["spec"]["nodeName"].as_str().filter(|n| !n.is_empty()) {
             return Err(RegistryError::Conflict {
@@ -198,8 +197,7 @@ where
 /// Sets the PodScheduled condition a successful binding implies, as upstream's binding REST.
 async fn mark_scheduled(call: &Call<'_>, pod_name: &str) -> Result<(), ApiError> {
     let now = crate::registry::meta::now();
-    call.entry
-        .store
+    call.store
         .guaranteed_update(call.namespace, pod_name, Part::Status, |pod| {
             let mut next = pod.clone();
             let mut conditions: Vec<Value> = pod["status"]["conditions"]
@@ -226,9 +224,8 @@ where
 {
     let eviction = read_body_value(call, body).await?;
     let options = delete_options_from(&eviction["deleteOptions"], &call.query)?;
-    let object = call.entry.store.get(call.namespace, call.name()).await?;
-    call.entry
-        .store
+    let object = call.store.get(call.namespace, call.name()).await?;
+    call.store
         .delete(call.namespace, call.name(), &options)
         .await?;
     let media = call.media(EndpointRestrictions::NONE)?;

@@ -47,7 +47,7 @@ pub async fn serve(call: &Call<'_>) -> Result<Response<Body>, ApiError> {
             }
         }
     };
-    let store = call.entry.store.clone();
+    let store = call.store.clone();
     let name = call.name().to_string();
     let filter: Filter = Arc::new(move |object: &Value| {
         (name.is_empty() || object["metadata"]["name"] == name.as_str())
