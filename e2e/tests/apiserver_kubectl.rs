@@ -1141,7 +1141,6 @@ async fn kubectl_dry_run_and_diff() {
 /// `kubectl auth can-i` (SelfSubjectAccessReview) and `kubectl auth whoami` (SelfSubjectReview),
 /// both listed in discovery.
 #[tokio::test]
-#[ignore = "apiserver bug: POST selfsubjectaccessreviews / selfsubjectreviews answer 404 though discovery lists them"]
 async fn kubectl_auth_can_i_and_whoami() {
     let dir = tempfile::tempdir().unwrap();
     let server = ApiServer::start(&dir.path().join("server"), Backend::Embedded)

@@ -12,6 +12,7 @@ use crate::http::auth::token_file::TokenFile;
 use crate::http::discovery::DiscoveryHandler;
 use crate::http::{StackConfig, into_hyper, stack};
 use crate::registry::services::ServiceAllocator;
+use crate::rest::reviews::Reviewers;
 use crate::rest::state::ApiState;
 use crate::storage::backend::Backend;
 use crate::storage::embedded::EmbeddedBackend;
@@ -37,8 +38,13 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         version = component_base::version::GIT_VERSION,
         "starting kube-apiserver"
     );
+    let stack_config = stack_config(&config)?;
+    let reviewers = Reviewers {
+        authenticator: stack_config.authenticator.clone(),
+        authorizer: stack_config.authorizer.clone(),
+    };
     let (backend, state) = tokio::select! {
-        started = start_storage_retrying(&config, &shutdown) => started?,
+        started = start_storage_retrying(&config, reviewers, &shutdown) => started?,
         _ = shutdown.cancelled() => return Ok(()),
     };
     bootstrap::ensure(&state, &config)
@@ -79,7 +85,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         let router = router.clone();
         async move { Ok::<_, Infallible>(router.route(req).await) }
     });
-    let service = into_hyper(stack(handler, &stack_config(&config)?));
+    let service = into_hyper(stack(handler, &stack_config));
 
     let addr = config
         .secure_serving
@@ -128,6 +134,7 @@ fn stack_config(config: &Config) -> anyhow::Result<StackConfig> {
 /// opened is fatal.
 async fn start_storage_retrying(
     config: &Config,
+    reviewers: Reviewers,
     shutdown: &CancellationToken,
 ) -> anyhow::Result<(Arc<dyn Backend>, Arc<ApiState>)> {
     let mut delay = Duration::from_millis(100);
@@ -141,9 +148,14 @@ async fn start_storage_retrying(
                 config.service_cluster_ip_range,
                 config.service_node_port_range.clone(),
             ));
-            let state = ApiState::start(backend.clone(), services, attempt.clone())
-                .await
-                .context("starting the watch caches")?;
+            let state = ApiState::start(
+                backend.clone(),
+                services,
+                reviewers.clone(),
+                attempt.clone(),
+            )
+            .await
+            .context("starting the watch caches")?;
             anyhow::Ok((backend, state))
         };
         let result = started.await;

@@ -89,6 +89,9 @@ where
     B: HttpBody + Send + 'static,
     B::Error: Into<BoxError>,
 {
+    if super::reviews::is_review(request) {
+        return super::reviews::serve(&state.reviewers, request, req).await;
+    }
     let entry = state
         .entry(&request.api_group, &request.api_version, &request.resource)
         .ok_or_else(page_not_found)?;
@@ -216,7 +219,16 @@ where
     B: HttpBody,
     B::Error: Into<BoxError>,
 {
-    let format = negotiate_input(call.content_type.as_deref())?;
+    read_body_value_as(call.content_type.as_deref(), body).await
+}
+
+/// Reads and decodes a body whose `Content-Type` is `content_type`.
+pub async fn read_body_value_as<B>(content_type: Option<&str>, body: B) -> Result<Value, ApiError>
+where
+    B: HttpBody,
+    B::Error: Into<BoxError>,
+{
+    let format = negotiate_input(content_type)?;
     let bytes = read_body(body, MAX_REQUEST_BODY_BYTES).await?;
     decode(&bytes, format)
 }

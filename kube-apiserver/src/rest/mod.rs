@@ -6,6 +6,7 @@ pub mod errors;
 pub mod field_validation;
 pub mod handler;
 pub mod query;
+pub mod reviews;
 pub mod state;
 pub mod subresources;
 pub mod watch;

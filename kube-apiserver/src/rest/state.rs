@@ -3,6 +3,7 @@
 use crate::registry::ResourceStore;
 use crate::registry::keys;
 use crate::registry::services::ServiceAllocator;
+use crate::rest::reviews::Reviewers;
 use crate::storage::backend::{Backend, StorageError};
 use crate::storage::cacher::Cacher;
 use api_types::registry::{self, ResourceInfo};
@@ -21,6 +22,8 @@ pub struct ResourceEntry {
 pub struct ApiState {
     entries: HashMap<(&'static str, &'static str, &'static str), Arc<ResourceEntry>>,
     pub backend: Arc<dyn Backend>,
+    /// What the review APIs (whoami, can-i) consult.
+    pub reviewers: Reviewers,
 }
 
 impl ApiState {
@@ -28,6 +31,7 @@ impl ApiState {
     pub async fn start(
         backend: Arc<dyn Backend>,
         services: Arc<ServiceAllocator>,
+        reviewers: Reviewers,
         shutdown: CancellationToken,
     ) -> Result<Arc<Self>, StorageError> {
         let mut cachers: HashMap<String, Arc<Cacher>> = HashMap::new();
@@ -52,7 +56,11 @@ impl ApiState {
                 Arc::new(ResourceEntry { store, cacher }),
             );
         }
-        Ok(Arc::new(Self { entries, backend }))
+        Ok(Arc::new(Self {
+            entries,
+            backend,
+            reviewers,
+        }))
     }
 
     /// The entry of a served resource.
