@@ -2,6 +2,7 @@
 //! built-in resource over HTTPS, with discovery and OpenAPI, on the embedded store or etcd.
 
 pub mod app;
+pub mod auth;
 pub mod http;
 pub mod openapi;
 pub mod patch;

@@ -1,0 +1,3 @@
+//! Authorization modes that need more than the request path's simple authorizers: RBAC.
+
+pub mod rbac;

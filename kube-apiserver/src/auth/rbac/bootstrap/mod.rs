@@ -1,0 +1,188 @@
+//! Upstream's bootstrap RBAC policy (`plugin/pkg/auth/authorizer/rbac/bootstrappolicy`) as data:
+//! the default ClusterRoles and ClusterRoleBindings a 1.33 apiserver creates, limited to the
+//! roles listed in `roles.rs` (the per-controller `system:controller:*` roles are not here).
+//! Verbs, groups and resources are sorted as upstream's rule builder stores them.
+
+mod aggregated;
+mod roles;
+
+use std::collections::BTreeMap;
+
+use api_types::k8s_openapi::api::rbac::v1::{
+    AggregationRule, ClusterRole, ClusterRoleBinding, PolicyRule, RoleRef, Subject,
+};
+use api_types::k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+
+/// Label on every bootstrap object.
+pub const BOOTSTRAPPING_LABEL: (&str, &str) = ("kubernetes.io/bootstrapping", "rbac-defaults");
+/// Annotation telling the apiserver it may reconcile the object on start.
+pub const AUTOUPDATE_ANNOTATION: (&str, &str) =
+    ("rbac.authorization.kubernetes.io/autoupdate", "true");
+/// Labels that aggregate a ClusterRole into `admin`, `edit` and `view`.
+pub const AGGREGATE_TO_ADMIN: &str = "rbac.authorization.k8s.io/aggregate-to-admin";
+/// See `AGGREGATE_TO_ADMIN`.
+pub const AGGREGATE_TO_EDIT: &str = "rbac.authorization.k8s.io/aggregate-to-edit";
+/// See `AGGREGATE_TO_ADMIN`.
+pub const AGGREGATE_TO_VIEW: &str = "rbac.authorization.k8s.io/aggregate-to-view";
+
+/// The default ClusterRoles, sorted by name.
+pub fn bootstrap_cluster_roles() -> Vec<ClusterRole> {
+    let mut out = roles::cluster_roles();
+    out.extend(aggregated::cluster_roles());
+    out.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    out
+}
+
+/// The default ClusterRoleBindings, sorted by name.
+pub fn bootstrap_cluster_role_bindings() -> Vec<ClusterRoleBinding> {
+    let groups = |names: &[&str]| -> Vec<Subject> {
+        names.iter().map(|n| subject("Group", n, None)).collect()
+    };
+    let users = |names: &[&str]| -> Vec<Subject> {
+        names.iter().map(|n| subject("User", n, None)).collect()
+    };
+    let mut out = vec![
+        binding("cluster-admin", groups(&["system:masters"])),
+        binding("system:monitoring", groups(&["system:monitoring"])),
+        binding("system:discovery", groups(&["system:authenticated"])),
+        binding("system:basic-user", groups(&["system:authenticated"])),
+        binding(
+            "system:public-info-viewer",
+            groups(&["system:authenticated", "system:unauthenticated"]),
+        ),
+        binding("system:node-proxier", users(&["system:kube-proxy"])),
+        binding(
+            "system:kube-controller-manager",
+            users(&["system:kube-controller-manager"]),
+        ),
+        binding(
+            "system:kube-dns",
+            vec![subject("ServiceAccount", "kube-dns", Some("kube-system"))],
+        ),
+        binding("system:kube-scheduler", users(&["system:kube-scheduler"])),
+        binding("system:volume-scheduler", users(&["system:kube-scheduler"])),
+        binding(
+            "system:service-account-issuer-discovery",
+            groups(&["system:serviceaccounts"]),
+        ),
+        // Kept with no subjects since the Node authorizer took over (1.7), so reconciliation
+        // can drop a subject an old cluster still carries.
+        binding("system:node", Vec::new()),
+    ];
+    out.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    out
+}
+
+fn meta(name: &str, extra_labels: &[(&str, &str)]) -> ObjectMeta {
+    let mut labels = BTreeMap::from([(
+        BOOTSTRAPPING_LABEL.0.to_string(),
+        BOOTSTRAPPING_LABEL.1.to_string(),
+    )]);
+    for (k, v) in extra_labels {
+        labels.insert(k.to_string(), v.to_string());
+    }
+    ObjectMeta {
+        name: Some(name.to_string()),
+        labels: Some(labels),
+        annotations: Some(BTreeMap::from([(
+            AUTOUPDATE_ANNOTATION.0.to_string(),
+            AUTOUPDATE_ANNOTATION.1.to_string(),
+        )])),
+        ..Default::default()
+    }
+}
+
+fn subject(kind: &str, name: &str, namespace: Option<&str>) -> Subject {
+    Subject {
+        // Upstream sets the RBAC group on users and groups, none on service accounts.
+        api_group: (kind != "ServiceAccount").then(|| "rbac.authorization.k8s.io".to_string()),
+        kind: kind.to_string(),
+        name: name.to_string(),
+        namespace: namespace.map(str::to_string),
+    }
+}
+
+fn binding(role: &str, subjects: Vec<Subject>) -> ClusterRoleBinding {
+    ClusterRoleBinding {
+        metadata: meta(role, &[]),
+        role_ref: RoleRef {
+            api_group: "rbac.authorization.k8s.io".to_string(),
+            kind: "ClusterRole".to_string(),
+            name: role.to_string(),
+        },
+        subjects: Some(subjects),
+    }
+}
+
+/// A ClusterRole with rules and extra labels.
+fn role(name: &str, labels: &[(&str, &str)], rules: Vec<PolicyRule>) -> ClusterRole {
+    ClusterRole {
+        metadata: meta(name, labels),
+        rules: Some(rules),
+        aggregation_rule: None,
+    }
+}
+
+/// A ClusterRole whose rules are aggregated from ClusterRoles labelled `select = "true"`.
+fn aggregated_role(name: &str, labels: &[(&str, &str)], select: &str) -> ClusterRole {
+    ClusterRole {
+        metadata: meta(name, labels),
+        rules: None,
+        aggregation_rule: Some(AggregationRule {
+            cluster_role_selectors: Some(vec![LabelSelector {
+                match_labels: Some(BTreeMap::from([(select.to_string(), "true".to_string())])),
+                match_expressions: None,
+            }]),
+        }),
+    }
+}
+
+fn strings(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+/// A resource rule.
+fn rule(verbs: &[&str], groups: &[&str], resources: &[&str]) -> PolicyRule {
+    PolicyRule {
+        verbs: strings(verbs),
+        api_groups: Some(strings(groups)),
+        resources: Some(strings(resources)),
+        resource_names: None,
+        non_resource_urls: None,
+    }
+}
+
+/// A resource rule limited to named objects.
+fn named(verbs: &[&str], groups: &[&str], resources: &[&str], names: &[&str]) -> PolicyRule {
+    PolicyRule {
+        resource_names: Some(strings(names)),
+        ..rule(verbs, groups, resources)
+    }
+}
+
+/// A non-resource URL rule.
+fn urls(verbs: &[&str], paths: &[&str]) -> PolicyRule {
+    PolicyRule {
+        verbs: strings(verbs),
+        non_resource_urls: Some(strings(paths)),
+        ..Default::default()
+    }
+}
+
+/// `get`, `list`, `watch`.
+const READ: &[&str] = &["get", "list", "watch"];
+/// The writes, sorted.
+const WRITE: &[&str] = &["create", "delete", "deletecollection", "patch", "update"];
+/// Reads and writes, sorted.
+const READ_WRITE: &[&str] = &[
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+];
+/// What components do to events.
+const EVENT_WRITE: &[&str] = &["create", "patch", "update"];

@@ -1,0 +1,245 @@
+//! The RBAC objects the authorizer answers from: an immutable snapshot (`RbacState`) with the
+//! ClusterRole aggregation already resolved, behind a store (`RbacStore`) whose snapshot is
+//! swapped atomically, so a watch-driven updater can keep it current while every request reads
+//! a consistent view without waiting on writers.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use api_types::k8s_openapi::api::rbac::v1::{
+    ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding,
+};
+use api_types::labels::Selector;
+use parking_lot::RwLock;
+
+/// One RBAC object, as an informer delivers it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RbacObject {
+    /// A namespaced Role.
+    Role(Role),
+    /// A ClusterRole.
+    ClusterRole(ClusterRole),
+    /// A namespaced RoleBinding.
+    RoleBinding(RoleBinding),
+    /// A ClusterRoleBinding.
+    ClusterRoleBinding(ClusterRoleBinding),
+}
+
+fn key(
+    meta: &api_types::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+) -> (String, String) {
+    (
+        meta.namespace.clone().unwrap_or_default(),
+        meta.name.clone().unwrap_or_default(),
+    )
+}
+
+/// An immutable view of every Role, ClusterRole and binding. ClusterRoles with an
+/// `aggregationRule` answer with the rules aggregated from the ClusterRoles their selectors
+/// match (what upstream's aggregation controller writes into them), whatever rules they carry.
+#[derive(Debug, Clone, Default)]
+pub struct RbacState {
+    roles: BTreeMap<(String, String), Role>,
+    cluster_roles: BTreeMap<String, ClusterRole>,
+    /// Keyed by namespace, then name: the authorizer reads one namespace's bindings.
+    role_bindings: BTreeMap<String, BTreeMap<String, RoleBinding>>,
+    cluster_role_bindings: BTreeMap<String, ClusterRoleBinding>,
+    /// The effective rules of every aggregated ClusterRole.
+    aggregated: BTreeMap<String, Vec<PolicyRule>>,
+}
+
+impl RbacState {
+    /// A snapshot holding `objects` (later objects replace earlier ones with the same key).
+    pub fn new(objects: impl IntoIterator<Item = RbacObject>) -> Self {
+        let mut s = RbacState::default();
+        for o in objects {
+            s.insert(o);
+        }
+        s.aggregate();
+        s
+    }
+
+    fn insert(&mut self, object: RbacObject) {
+        match object {
+            RbacObject::Role(r) => {
+                self.roles.insert(key(&r.metadata), r);
+            }
+            RbacObject::ClusterRole(r) => {
+                self.cluster_roles.insert(key(&r.metadata).1, r);
+            }
+            RbacObject::RoleBinding(b) => {
+                let (ns, name) = key(&b.metadata);
+                self.role_bindings.entry(ns).or_default().insert(name, b);
+            }
+            RbacObject::ClusterRoleBinding(b) => {
+                self.cluster_role_bindings.insert(key(&b.metadata).1, b);
+            }
+        }
+    }
+
+    fn remove(&mut self, object: &RbacObject) {
+        match object {
+            RbacObject::Role(r) => {
+                self.roles.remove(&key(&r.metadata));
+            }
+            RbacObject::ClusterRole(r) => {
+                self.cluster_roles.remove(&key(&r.metadata).1);
+            }
+            RbacObject::RoleBinding(b) => {
+                let (ns, name) = key(&b.metadata);
+                if let Some(m) = self.role_bindings.get_mut(&ns) {
+                    m.remove(&name);
+                    if m.is_empty() {
+                        self.role_bindings.remove(&ns);
+                    }
+                }
+            }
+            RbacObject::ClusterRoleBinding(b) => {
+                self.cluster_role_bindings.remove(&key(&b.metadata).1);
+            }
+        }
+    }
+
+    /// Recomputes the rules of every aggregated ClusterRole. Upstream's controller converges
+    /// to a fixed point (e.g. `admin` takes `edit`'s rules once `edit` has taken `view`'s), so
+    /// aggregation is resolved transitively here; a cycle contributes nothing further.
+    fn aggregate(&mut self) {
+        let mut done = BTreeMap::new();
+        let names: Vec<String> = self
+            .cluster_roles
+            .iter()
+            .filter(|(_, r)| r.aggregation_rule.is_some())
+            .map(|(n, _)| n.clone())
+            .collect();
+        for name in names {
+            let mut visiting = BTreeSet::new();
+            self.resolve(&name, &mut visiting, &mut done);
+        }
+        self.aggregated = done;
+    }
+
+    fn resolve(
+        &self,
+        name: &str,
+        visiting: &mut BTreeSet<String>,
+        done: &mut BTreeMap<String, Vec<PolicyRule>>,
+    ) -> Vec<PolicyRule> {
+        let Some(role) = self.cluster_roles.get(name) else {
+            return Vec::new();
+        };
+        let Some(agg) = &role.aggregation_rule else {
+            return role.rules.clone().unwrap_or_default();
+        };
+        if let Some(rules) = done.get(name) {
+            return rules.clone();
+        }
+        if !visiting.insert(name.to_string()) {
+            return Vec::new();
+        }
+        let mut rules: Vec<PolicyRule> = Vec::new();
+        for selector in agg.cluster_role_selectors.iter().flatten() {
+            // An invalid selector selects nothing, as upstream's controller skips it.
+            let Ok(sel) = Selector::from_label_selector(Some(selector)) else {
+                continue;
+            };
+            for (other, candidate) in &self.cluster_roles {
+                if other == name {
+                    continue;
+                }
+                let labels = candidate.metadata.labels.clone().unwrap_or_default();
+                if !sel.matches(&labels) {
+                    continue;
+                }
+                for rule in self.resolve(other, visiting, done) {
+                    if !rules.contains(&rule) {
+                        rules.push(rule);
+                    }
+                }
+            }
+        }
+        visiting.remove(name);
+        done.insert(name.to_string(), rules.clone());
+        rules
+    }
+
+    /// A Role by namespace and name.
+    pub fn role(&self, namespace: &str, name: &str) -> Option<&Role> {
+        self.roles.get(&(namespace.to_string(), name.to_string()))
+    }
+
+    /// A ClusterRole by name, as stored.
+    pub fn cluster_role(&self, name: &str) -> Option<&ClusterRole> {
+        self.cluster_roles.get(name)
+    }
+
+    /// A ClusterRole's effective rules (aggregated ones for an aggregated role), `None` when
+    /// there is no such ClusterRole.
+    pub fn cluster_role_rules(&self, name: &str) -> Option<&[PolicyRule]> {
+        if let Some(rules) = self.aggregated.get(name) {
+            return Some(rules);
+        }
+        self.cluster_roles
+            .get(name)
+            .map(|r| r.rules.as_deref().unwrap_or_default())
+    }
+
+    /// The RoleBindings of one namespace, by name.
+    pub fn role_bindings(&self, namespace: &str) -> impl Iterator<Item = &RoleBinding> {
+        self.role_bindings
+            .get(namespace)
+            .into_iter()
+            .flat_map(|m| m.values())
+    }
+
+    /// Every ClusterRoleBinding, by name.
+    pub fn cluster_role_bindings(&self) -> impl Iterator<Item = &ClusterRoleBinding> {
+        self.cluster_role_bindings.values()
+    }
+}
+
+/// The shared, current `RbacState`. Readers take a cheap `Arc` snapshot; writers build the next
+/// state off to the side and swap it in, so a request never sees half an update.
+#[derive(Debug, Default)]
+pub struct RbacStore {
+    current: RwLock<Arc<RbacState>>,
+}
+
+impl RbacStore {
+    /// A store holding `objects`.
+    pub fn new(objects: impl IntoIterator<Item = RbacObject>) -> Self {
+        RbacStore {
+            current: RwLock::new(Arc::new(RbacState::new(objects))),
+        }
+    }
+
+    /// The current snapshot.
+    pub fn snapshot(&self) -> Arc<RbacState> {
+        self.current.read().clone()
+    }
+
+    /// Replaces everything (an informer's initial list or relist).
+    pub fn replace(&self, objects: impl IntoIterator<Item = RbacObject>) {
+        let next = Arc::new(RbacState::new(objects));
+        *self.current.write() = next;
+    }
+
+    /// Adds or replaces one object (a watch `ADDED` or `MODIFIED`).
+    pub fn upsert(&self, object: RbacObject) {
+        self.update(|s| s.insert(object));
+    }
+
+    /// Removes the object with `object`'s kind, namespace and name (a watch `DELETED`).
+    pub fn delete(&self, object: &RbacObject) {
+        self.update(|s| s.remove(object));
+    }
+
+    /// Copy-on-write under the write lock, so concurrent writers do not lose each other's
+    /// changes; RBAC objects change rarely, so the copy is cheap next to the reads it spares.
+    fn update(&self, f: impl FnOnce(&mut RbacState)) {
+        let mut guard = self.current.write();
+        let mut next = (**guard).clone();
+        f(&mut next);
+        next.aggregate();
+        *guard = Arc::new(next);
+    }
+}
