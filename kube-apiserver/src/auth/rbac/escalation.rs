@@ -106,8 +106,11 @@ fn rule_covers(owner: &PolicyRule, sub: &PolicyRule) -> bool {
             .iter()
             .any(|o| non_resource_url_covers(o, path))
     });
+    // A rule limited to names never covers one that is not: the latter reaches every object.
     let owner_names = list(&owner.resource_names);
-    let names = owner_names.is_empty() || has_all(owner_names, list(&sub.resource_names));
+    let sub_names = list(&sub.resource_names);
+    let names =
+        owner_names.is_empty() || (!sub_names.is_empty() && has_all(owner_names, sub_names));
     verbs && groups && resources && urls && names
 }
 

@@ -3,7 +3,7 @@
 //! swapped atomically, so a watch-driven updater can keep it current while every request reads
 //! a consistent view without waiting on writers.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use api_types::k8s_openapi::api::rbac::v1::{
@@ -102,64 +102,65 @@ impl RbacState {
 
     /// Recomputes the rules of every aggregated ClusterRole. Upstream's controller converges
     /// to a fixed point (e.g. `admin` takes `edit`'s rules once `edit` has taken `view`'s), so
-    /// aggregation is resolved transitively here; a cycle contributes nothing further.
+    /// this iterates to that fixed point: starting from nothing, each round gives every
+    /// aggregated role the union of the current rules of the roles it selects. The sets only
+    /// grow, so it ends, cycles included (roles in a cycle end up with each other's rules).
     fn aggregate(&mut self) {
-        let mut done = BTreeMap::new();
-        let names: Vec<String> = self
+        // Selectors parsed once; an invalid one selects nothing, as the controller skips it.
+        let selectors: Vec<(String, Vec<Selector>)> = self
             .cluster_roles
             .iter()
-            .filter(|(_, r)| r.aggregation_rule.is_some())
-            .map(|(n, _)| n.clone())
+            .filter_map(|(name, r)| {
+                let agg = r.aggregation_rule.as_ref()?;
+                let sels = agg
+                    .cluster_role_selectors
+                    .iter()
+                    .flatten()
+                    .filter_map(|ls| Selector::from_label_selector(Some(ls)).ok())
+                    .collect();
+                Some((name.clone(), sels))
+            })
             .collect();
-        for name in names {
-            let mut visiting = BTreeSet::new();
-            self.resolve(&name, &mut visiting, &mut done);
-        }
-        self.aggregated = done;
-    }
-
-    fn resolve(
-        &self,
-        name: &str,
-        visiting: &mut BTreeSet<String>,
-        done: &mut BTreeMap<String, Vec<PolicyRule>>,
-    ) -> Vec<PolicyRule> {
-        let Some(role) = self.cluster_roles.get(name) else {
-            return Vec::new();
-        };
-        let Some(agg) = &role.aggregation_rule else {
-            return role.rules.clone().unwrap_or_default();
-        };
-        if let Some(rules) = done.get(name) {
-            return rules.clone();
-        }
-        if !visiting.insert(name.to_string()) {
-            return Vec::new();
-        }
-        let mut rules: Vec<PolicyRule> = Vec::new();
-        for selector in agg.cluster_role_selectors.iter().flatten() {
-            // An invalid selector selects nothing, as upstream's controller skips it.
-            let Ok(sel) = Selector::from_label_selector(Some(selector)) else {
-                continue;
-            };
-            for (other, candidate) in &self.cluster_roles {
-                if other == name {
-                    continue;
-                }
-                let labels = candidate.metadata.labels.clone().unwrap_or_default();
-                if !sel.matches(&labels) {
-                    continue;
-                }
-                for rule in self.resolve(other, visiting, done) {
-                    if !rules.contains(&rule) {
-                        rules.push(rule);
+        let mut current: BTreeMap<String, Vec<PolicyRule>> = selectors
+            .iter()
+            .map(|(n, _)| (n.clone(), Vec::new()))
+            .collect();
+        // Each round either adds a rule somewhere or stops; the bound only guards a bug.
+        let bound = self.cluster_roles.len() + 2;
+        for _ in 0..bound {
+            let mut changed = false;
+            for (name, sels) in &selectors {
+                let mut rules: Vec<PolicyRule> = Vec::new();
+                for sel in sels {
+                    for (other, candidate) in &self.cluster_roles {
+                        if other == name {
+                            continue;
+                        }
+                        let labels = candidate.metadata.labels.clone().unwrap_or_default();
+                        if !sel.matches(&labels) {
+                            continue;
+                        }
+                        let source = match current.get(other) {
+                            Some(aggregated) => aggregated.as_slice(),
+                            None => candidate.rules.as_deref().unwrap_or_default(),
+                        };
+                        for rule in source {
+                            if !rules.contains(rule) {
+                                rules.push(rule.clone());
+                            }
+                        }
                     }
                 }
+                if current.get(name) != Some(&rules) {
+                    current.insert(name.clone(), rules);
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
             }
         }
-        visiting.remove(name);
-        done.insert(name.to_string(), rules.clone());
-        rules
+        self.aggregated = current;
     }
 
     /// A Role by namespace and name.
