@@ -11,8 +11,12 @@ pub mod escalation;
 pub mod rule;
 pub mod state;
 
-pub use authorizer::RbacAuthorizer;
+pub use authorizer::{
+    RbacAuthorizer, Visit, applies_to, rules_for, service_account_username, visit_rules_for,
+};
 pub use bootstrap::{bootstrap_cluster_role_bindings, bootstrap_cluster_roles};
-pub use escalation::{breakdown_rule, confirm_no_escalation, covers, uncovered_rules};
+pub use escalation::{
+    breakdown_rule, compact_string, confirm_no_escalation, covers, uncovered_rules,
+};
 pub use rule::{rule_allows, rules_allow};
 pub use state::{RbacObject, RbacState, RbacStore};

@@ -244,3 +244,50 @@ impl RbacStore {
         *guard = Arc::new(next);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use api_types::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+    fn cluster_role(name: &str) -> RbacObject {
+        RbacObject::ClusterRole(ClusterRole {
+            metadata: ObjectMeta {
+                name: Some(name.to_string()),
+                ..Default::default()
+            },
+            ..Default::default()
+        })
+    }
+
+    /// Concurrent writers must not lose each other's upserts, and readers always see a whole
+    /// snapshot.
+    #[test]
+    fn concurrent_upserts_are_all_kept() {
+        let store = Arc::new(RbacStore::default());
+        let writers: Vec<_> = (0..4)
+            .map(|w| {
+                let store = store.clone();
+                std::thread::spawn(move || {
+                    for i in 0..50 {
+                        store.upsert(cluster_role(&format!("r-{w}-{i}")));
+                        let snap = store.snapshot();
+                        assert!(snap.cluster_role(&format!("r-{w}-{i}")).is_some());
+                    }
+                })
+            })
+            .collect();
+        for w in writers {
+            w.join().expect("writer");
+        }
+        let snap = store.snapshot();
+        for w in 0..4 {
+            for i in 0..50 {
+                assert!(snap.cluster_role(&format!("r-{w}-{i}")).is_some());
+            }
+        }
+        store.delete(&cluster_role("r-0-0"));
+        assert!(store.snapshot().cluster_role("r-0-0").is_none());
+        assert!(snap.cluster_role("r-0-0").is_some());
+    }
+}
