@@ -5,7 +5,7 @@ use crate::http::discovery::DiscoveryHandler;
 use crate::http::request_info::RequestInfo;
 use crate::http::response::{Body, BoxError};
 use crate::http::status::ApiError;
-use crate::rest::handler::{handle, page_not_found};
+use crate::rest::handler::handle;
 use crate::rest::state::ApiState;
 use component_base::debug::DebugHandlers;
 use http::{Request, Response};
@@ -55,7 +55,7 @@ impl Router {
         }
         match RequestInfo::from_request(&req) {
             Ok(info) if info.is_resource_request => handle(&self.state, &info, req).await,
-            Ok(_) => page_not_found().into_response(),
+            Ok(_) => ApiError::path_not_found().into_response(),
             Err(err) => ApiError::bad_request(err.to_string()).into_response(),
         }
     }

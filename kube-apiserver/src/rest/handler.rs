@@ -94,7 +94,7 @@ where
     }
     let entry = state
         .entry(&request.api_group, &request.api_version, &request.resource)
-        .ok_or_else(page_not_found)?;
+        .ok_or_else(ApiError::path_not_found)?;
     let info = entry.store.info();
     let given_namespace = (!request.namespace.is_empty()).then_some(request.namespace.as_str());
     // `/api/v1/namespaces/<name>` carries the namespace's own name in the namespace position.
@@ -103,9 +103,9 @@ where
     // A cluster-scoped resource has no namespaced path, and a namespaced one only lists and
     // watches across namespaces.
     match (info.namespaced, given_namespace) {
-        (false, Some(_)) if !is_namespaces => return Err(page_not_found()),
+        (false, Some(_)) if !is_namespaces => return Err(ApiError::path_not_found()),
         (true, None) if !matches!(request.verb.as_str(), "list" | "watch") => {
-            return Err(page_not_found());
+            return Err(ApiError::path_not_found());
         }
         _ => {}
     }
@@ -199,18 +199,6 @@ pub fn with_warnings(mut response: Response<Body>, warnings: &[String]) -> Respo
         }
     }
     response
-}
-
-/// The 404 upstream gives for a path that names no served resource.
-pub fn page_not_found() -> ApiError {
-    let mut err = ApiError::not_found("", "", "");
-    err = ApiError::from_status(
-        api_types::k8s_openapi::apimachinery::pkg::apis::meta::v1::Status {
-            message: Some("the server could not find the requested resource".into()),
-            ..err.into_status()
-        },
-    );
-    err
 }
 
 /// Reads and decodes a request body (JSON or YAML by Content-Type, 3 MiB at most).
