@@ -20,7 +20,9 @@ pub enum Version {
     Http2,
 }
 
-async fn tls(
+/// A TLS connection to `addr` verified against the PEM certificate in `ca_file`, offering the
+/// `alpn` protocols; Nagle is off so small requests are not held back.
+pub async fn tls(
     addr: SocketAddr,
     ca_file: &Path,
     alpn: &[&[u8]],
@@ -36,6 +38,7 @@ async fn tls(
         .with_no_client_auth();
     config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
     let tcp = TcpStream::connect(addr).await?;
+    tcp.set_nodelay(true)?;
     Ok(TlsConnector::from(Arc::new(config))
         .connect(ServerName::try_from("localhost")?, tcp)
         .await?)

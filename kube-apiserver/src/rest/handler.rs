@@ -307,18 +307,7 @@ where
     B: HttpBody,
     B::Error: Into<BoxError>,
 {
-    let kind = match negotiate_patch(call.content_type.as_deref())? {
-        WirePatch::Json => PatchType::Json,
-        WirePatch::Merge => PatchType::Merge,
-        WirePatch::StrategicMerge => PatchType::StrategicMerge,
-        WirePatch::Apply => {
-            return Err(ApiError::unsupported_media_type(&[
-                "application/json-patch+json",
-                "application/merge-patch+json",
-                "application/strategic-merge-patch+json",
-            ]));
-        }
-    };
+    let kind = patch_type(call.content_type.as_deref())?;
     let bytes = read_body(body, MAX_REQUEST_BODY_BYTES).await?;
     let info = call.info;
     let target = PatchTarget::BuiltIn {
@@ -352,6 +341,20 @@ where
         (Ok(object), _) => Ok((object, warnings)),
         (Err(_), Some(err)) => Err(err),
         (Err(err), None) => Err(err.into()),
+    }
+}
+
+/// The patch format a PATCH's `Content-Type` names; server-side apply is not served yet (415).
+pub fn patch_type(content_type: Option<&str>) -> Result<PatchType, ApiError> {
+    match negotiate_patch(content_type)? {
+        WirePatch::Json => Ok(PatchType::Json),
+        WirePatch::Merge => Ok(PatchType::Merge),
+        WirePatch::StrategicMerge => Ok(PatchType::StrategicMerge),
+        WirePatch::Apply => Err(ApiError::unsupported_media_type(&[
+            PatchType::Json.media_type(),
+            PatchType::Merge.media_type(),
+            PatchType::StrategicMerge.media_type(),
+        ])),
     }
 }
 

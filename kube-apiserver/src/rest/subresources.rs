@@ -1,12 +1,12 @@
 //! The small REST objects on top of the generic store: `scale`, `binding`, `eviction`.
 
 use super::encode::respond;
-use super::handler::{Call, delete_options_from, read_body_value, success_status};
+use super::handler::{Call, delete_options_from, patch_type, read_body_value, success_status};
 use crate::http::body::{MAX_REQUEST_BODY_BYTES, read_body};
-use crate::http::negotiation::{EndpointRestrictions, PatchType as WirePatch, negotiate_patch};
+use crate::http::negotiation::EndpointRestrictions;
 use crate::http::response::{Body, BoxError};
 use crate::http::status::ApiError;
-use crate::patch::{PatchTarget, PatchType, apply_patch};
+use crate::patch::{PatchTarget, apply_patch};
 use crate::registry::{Part, RegistryError};
 use api_types::k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use api_types::labels::Selector;
@@ -67,16 +67,7 @@ where
             set_replicas(call, &name, |_| Ok(scale.clone())).await?
         }
         "patch" => {
-            let kind = match negotiate_patch(call.content_type.as_deref())? {
-                WirePatch::Json => PatchType::Json,
-                WirePatch::Merge => PatchType::Merge,
-                WirePatch::StrategicMerge => PatchType::StrategicMerge,
-                WirePatch::Apply => {
-                    return Err(ApiError::unsupported_media_type(&[
-                        "application/merge-patch+json",
-                    ]));
-                }
-            };
+            let kind = patch_type(call.content_type.as_deref())?;
             let bytes = read_body(body, MAX_REQUEST_BODY_BYTES).await?;
             set_replicas(call, &name, |current| {
                 apply_patch(

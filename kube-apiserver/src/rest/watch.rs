@@ -3,7 +3,7 @@
 
 use super::encode::convert;
 use super::handler::Call;
-use crate::http::negotiation::{Conversion, Encoding, EndpointRestrictions, MediaType};
+use crate::http::negotiation::{Conversion, Encoding, EndpointRestrictions};
 use crate::http::response::{Body, BoxError};
 use crate::http::status::ApiError;
 use crate::registry::keys;
@@ -133,7 +133,7 @@ pub async fn serve(call: &Call<'_>) -> Result<Response<Body>, ApiError> {
     *response.status_mut() = StatusCode::OK;
     let content_type = match media.conversion {
         Conversion::None => "application/json".to_string(),
-        _ => MediaType { ..media }.content_type(),
+        _ => media.content_type(),
     };
     if let Ok(value) = HeaderValue::from_str(&content_type) {
         response.headers_mut().insert(header::CONTENT_TYPE, value);
