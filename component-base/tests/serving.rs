@@ -21,6 +21,7 @@ fn options(cert_dir: Option<std::path::PathBuf>) -> SecureServingOptions<10259> 
         cert_dir,
         tls_cert_file: None,
         tls_private_key_file: None,
+        tls: Default::default(),
     }
 }
 

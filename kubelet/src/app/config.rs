@@ -48,6 +48,7 @@ impl TryFrom<Options> for Config {
                 cert_dir: Some(serving.cert_dir),
                 tls_cert_file: serving.tls_cert_file,
                 tls_private_key_file: serving.tls_private_key_file,
+                tls: Default::default(),
             },
             healthz_addr: (serving.healthz_port != 0)
                 .then(|| SocketAddr::new(serving.healthz_bind_address, serving.healthz_port)),
