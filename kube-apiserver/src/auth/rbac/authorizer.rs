@@ -171,7 +171,8 @@ pub fn rules_for(
 }
 
 /// The rules a role reference grants; a RoleBinding's `Role` is looked up in its namespace.
-fn role_rules<'a>(
+/// The error is upstream's, e.g. `clusterrole.rbac.authorization.k8s.io "x" not found`.
+pub fn role_rules<'a>(
     state: &'a RbacState,
     role_ref: &RoleRef,
     namespace: &str,
@@ -234,8 +235,8 @@ fn describe_subject(s: &Subject, binding_namespace: &str) -> String {
     }
 }
 
-/// Upstream's error aggregate: one message alone, several as `[a, b]`.
-fn aggregate(errors: &[String]) -> String {
+/// Upstream's error aggregate: one message alone, several as `[a, b]` (duplicates once).
+pub fn aggregate(errors: &[String]) -> String {
     let mut unique: Vec<&String> = Vec::new();
     for e in errors {
         if !unique.contains(&e) {

@@ -8,15 +8,25 @@
 pub mod authorizer;
 pub mod bootstrap;
 pub mod escalation;
+pub mod reconcile;
 pub mod rule;
+pub mod rules_review;
 pub mod state;
+pub mod sync;
+pub mod write_check;
 
 pub use authorizer::{
     RbacAuthorizer, Visit, applies_to, rules_for, service_account_username, visit_rules_for,
 };
-pub use bootstrap::{bootstrap_cluster_role_bindings, bootstrap_cluster_roles};
+pub use bootstrap::{
+    bootstrap_cluster_role_bindings, bootstrap_cluster_roles, bootstrap_role_bindings,
+    bootstrap_roles,
+};
 pub use escalation::{
     breakdown_rule, compact_string, confirm_no_escalation, covers, uncovered_rules,
 };
+pub use reconcile::reconcile_bootstrap_policy;
 pub use rule::{rule_allows, rules_allow};
-pub use state::{RbacObject, RbacState, RbacStore};
+pub use rules_review::rules_review_status;
+pub use state::{RbacKind, RbacObject, RbacState, RbacStore};
+pub use write_check::authorize_rbac_write;

@@ -25,6 +25,31 @@ pub enum RbacObject {
     ClusterRoleBinding(ClusterRoleBinding),
 }
 
+/// Which of the four RBAC kinds an object is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RbacKind {
+    /// `Role`.
+    Role,
+    /// `ClusterRole`.
+    ClusterRole,
+    /// `RoleBinding`.
+    RoleBinding,
+    /// `ClusterRoleBinding`.
+    ClusterRoleBinding,
+}
+
+impl RbacObject {
+    /// The object's kind.
+    pub fn kind(&self) -> RbacKind {
+        match self {
+            RbacObject::Role(_) => RbacKind::Role,
+            RbacObject::ClusterRole(_) => RbacKind::ClusterRole,
+            RbacObject::RoleBinding(_) => RbacKind::RoleBinding,
+            RbacObject::ClusterRoleBinding(_) => RbacKind::ClusterRoleBinding,
+        }
+    }
+}
+
 fn key(
     meta: &api_types::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
 ) -> (String, String) {
@@ -97,6 +122,16 @@ impl RbacState {
             RbacObject::ClusterRoleBinding(b) => {
                 self.cluster_role_bindings.remove(&key(&b.metadata).1);
             }
+        }
+    }
+
+    /// Drops every object of `kind`.
+    fn clear(&mut self, kind: RbacKind) {
+        match kind {
+            RbacKind::Role => self.roles.clear(),
+            RbacKind::ClusterRole => self.cluster_roles.clear(),
+            RbacKind::RoleBinding => self.role_bindings.clear(),
+            RbacKind::ClusterRoleBinding => self.cluster_role_bindings.clear(),
         }
     }
 
@@ -222,6 +257,18 @@ impl RbacStore {
     pub fn replace(&self, objects: impl IntoIterator<Item = RbacObject>) {
         let next = Arc::new(RbacState::new(objects));
         *self.current.write() = next;
+    }
+
+    /// Replaces every object of `kind` with `objects` (a relist of one resource), keeping the
+    /// other kinds; objects of another kind in `objects` are ignored.
+    pub fn replace_kind(&self, kind: RbacKind, objects: impl IntoIterator<Item = RbacObject>) {
+        let objects: Vec<RbacObject> = objects.into_iter().filter(|o| o.kind() == kind).collect();
+        self.update(|s| {
+            s.clear(kind);
+            for o in objects {
+                s.insert(o);
+            }
+        });
     }
 
     /// Adds or replaces one object (a watch `ADDED` or `MODIFIED`).

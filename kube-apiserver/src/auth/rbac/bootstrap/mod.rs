@@ -1,15 +1,21 @@
 //! Upstream's bootstrap RBAC policy (`plugin/pkg/auth/authorizer/rbac/bootstrappolicy`) as data:
-//! the default ClusterRoles and ClusterRoleBindings a 1.33 apiserver creates, limited to the
-//! roles listed in `roles.rs` (the per-controller `system:controller:*` roles are not here).
-//! Verbs, groups and resources are sorted as upstream's rule builder stores them.
+//! the default ClusterRoles and ClusterRoleBindings a 1.33 apiserver creates (the components'
+//! roles, the aggregated user-facing roles and one role per kube-controller-manager controller)
+//! and the Roles and RoleBindings it creates in kube-system and kube-public. Verbs, groups and
+//! resources are sorted as upstream's rule builder stores them; rules keep upstream's order.
 
 mod aggregated;
+mod controller_roles;
+mod namespace_roles;
 mod roles;
+
+pub use controller_roles::CONTROLLER_ROLE_PREFIX;
 
 use std::collections::BTreeMap;
 
 use api_types::k8s_openapi::api::rbac::v1::{
-    AggregationRule, ClusterRole, ClusterRoleBinding, PolicyRule, RoleRef, Subject,
+    AggregationRule, ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef,
+    Subject,
 };
 use api_types::k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 
@@ -29,6 +35,7 @@ pub const AGGREGATE_TO_VIEW: &str = "rbac.authorization.k8s.io/aggregate-to-view
 pub fn bootstrap_cluster_roles() -> Vec<ClusterRole> {
     let mut out = roles::cluster_roles();
     out.extend(aggregated::cluster_roles());
+    out.extend(controller_roles::cluster_roles());
     out.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
     out
 }
@@ -69,7 +76,26 @@ pub fn bootstrap_cluster_role_bindings() -> Vec<ClusterRoleBinding> {
         // can drop a subject an old cluster still carries.
         binding("system:node", Vec::new()),
     ];
+    out.extend(controller_roles::cluster_role_bindings());
     out.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    out
+}
+
+/// The default namespaced Roles (kube-system and kube-public), sorted by namespace and name.
+pub fn bootstrap_roles() -> Vec<Role> {
+    let mut out = namespace_roles::roles();
+    out.sort_by(|a, b| {
+        (&a.metadata.namespace, &a.metadata.name).cmp(&(&b.metadata.namespace, &b.metadata.name))
+    });
+    out
+}
+
+/// The default namespaced RoleBindings, sorted by namespace and name.
+pub fn bootstrap_role_bindings() -> Vec<RoleBinding> {
+    let mut out = namespace_roles::role_bindings();
+    out.sort_by(|a, b| {
+        (&a.metadata.namespace, &a.metadata.name).cmp(&(&b.metadata.namespace, &b.metadata.name))
+    });
     out
 }
 

@@ -270,5 +270,86 @@ pub(super) fn cluster_roles() -> Vec<ClusterRole> {
             &[],
             vec![rule(&["list", "watch"], &[""], &["endpoints", "services"])],
         ),
+        role(
+            "system:heapster",
+            &[],
+            vec![
+                rule(READ, &[""], &["events", "namespaces", "nodes", "pods"]),
+                rule(READ, &["extensions"], &["deployments"]),
+            ],
+        ),
+        role(
+            "system:kube-aggregator",
+            &[],
+            vec![rule(READ, &[""], &["endpoints", "services"])],
+        ),
+        role(
+            "system:node-problem-detector",
+            &[],
+            vec![
+                rule(&["get"], &[""], &["nodes"]),
+                rule(&["patch"], &[""], &["nodes/status"]),
+                rule(EVENT_WRITE, &["", "events.k8s.io"], &["events"]),
+            ],
+        ),
+        role(
+            "system:persistent-volume-provisioner",
+            &[],
+            vec![
+                rule(
+                    &["create", "delete", "get", "list", "watch"],
+                    &[""],
+                    &["persistentvolumes"],
+                ),
+                rule(
+                    &["get", "list", "update", "watch"],
+                    &[""],
+                    &["persistentvolumeclaims"],
+                ),
+                rule(READ, &["storage.k8s.io"], &["storageclasses"]),
+                rule(&["watch"], &[""], &["events"]),
+                rule(EVENT_WRITE, &["", "events.k8s.io"], &["events"]),
+            ],
+        ),
+        role(
+            "system:certificates.k8s.io:certificatesigningrequests:nodeclient",
+            &[],
+            vec![rule(
+                &["create"],
+                &["certificates.k8s.io"],
+                &["certificatesigningrequests/nodeclient"],
+            )],
+        ),
+        role(
+            "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient",
+            &[],
+            vec![rule(
+                &["create"],
+                &["certificates.k8s.io"],
+                &["certificatesigningrequests/selfnodeclient"],
+            )],
+        ),
+        approver("kube-apiserver-client-approver", "kube-apiserver-client"),
+        approver(
+            "kube-apiserver-client-kubelet-approver",
+            "kube-apiserver-client-kubelet",
+        ),
+        approver("kubelet-serving-approver", "kubelet-serving"),
+        approver("legacy-unknown-approver", "legacy-unknown"),
     ]
+}
+
+/// `system:certificates.k8s.io:<role>`: approval of CSRs for one built-in signer, which an
+/// approver needs on top of `certificatesigningrequests/approval`.
+fn approver(role_name: &str, signer: &str) -> ClusterRole {
+    role(
+        &format!("system:certificates.k8s.io:{role_name}"),
+        &[],
+        vec![named(
+            &["approve"],
+            &["certificates.k8s.io"],
+            &["signers"],
+            &[&format!("kubernetes.io/{signer}")],
+        )],
+    )
 }
