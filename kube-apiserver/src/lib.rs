@@ -1,6 +1,7 @@
 //! kube-apiserver: the only component that touches storage. It serves REST and watch for every
 //! built-in resource over HTTPS, with discovery and OpenAPI, on the embedded store or etcd.
 
+pub mod admission;
 pub mod app;
 pub mod auth;
 pub mod http;

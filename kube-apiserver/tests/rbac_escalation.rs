@@ -211,6 +211,7 @@ fn confirm_against_bound_rules() {
         name: "ada".into(),
         uid: String::new(),
         groups: vec!["system:authenticated".into()],
+        ..Default::default()
     };
     let edit = state.cluster_role_rules("edit").unwrap().to_vec();
     // In her namespace, ada may hand out edit; cluster-wide she holds only the defaults.
@@ -244,6 +245,7 @@ fn confirm_against_bound_rules() {
         name: "root".into(),
         uid: String::new(),
         groups: vec!["system:masters".into()],
+        ..Default::default()
     };
     let everything = vec![rule(&["*"], &["*"], &["*"], &[]), urls(&["*"], &["*"])];
     assert_eq!(

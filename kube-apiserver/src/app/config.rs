@@ -1,6 +1,7 @@
 //! The validated, completed configuration kube-apiserver runs with.
 
 use super::options::{DEFAULT_SECURE_PORT, Options};
+pub use crate::admission::AdmissionConfig;
 pub use crate::registry::services::Ipv4Cidr;
 use anyhow::{Context, bail};
 use component_base::serving::SecureServingOptions;
@@ -25,10 +26,25 @@ pub enum StorageConfig {
 }
 
 /// The authorizers `--authorization-mode` may name today.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum AuthorizationMode {
     AlwaysAllow,
     AlwaysDeny,
+    Node,
+    Rbac,
+}
+
+/// The service account token settings.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ServiceAccountConfig {
+    /// `--service-account-issuer`: the first signs, all are accepted.
+    pub issuers: Vec<String>,
+    /// `--service-account-key-file` (or the serving key when none is given).
+    pub key_files: Vec<PathBuf>,
+    pub signing_key_file: Option<PathBuf>,
+    /// `--service-account-lookup`.
+    pub lookup: bool,
+    pub max_token_expiration: Option<Duration>,
 }
 
 /// What the run phase needs; built only from valid options.
@@ -40,7 +56,13 @@ pub struct Config {
     pub compaction_interval: Option<Duration>,
     pub token_auth_file: Option<PathBuf>,
     pub anonymous_auth: bool,
+    pub client_ca_file: Option<PathBuf>,
+    pub enable_bootstrap_token_auth: bool,
+    /// `--api-audiences`, defaulted to the first issuer.
+    pub api_audiences: Vec<String>,
+    pub service_accounts: ServiceAccountConfig,
     pub authorization_modes: Vec<AuthorizationMode>,
+    pub admission: AdmissionConfig,
     pub max_requests_inflight: usize,
     pub max_mutating_requests_inflight: usize,
     pub service_cluster_ip_range: Ipv4Cidr,
@@ -101,8 +123,10 @@ impl TryFrom<Options> for Config {
             .map(|mode| match mode.trim() {
                 "AlwaysAllow" => Ok(AuthorizationMode::AlwaysAllow),
                 "AlwaysDeny" => Ok(AuthorizationMode::AlwaysDeny),
-                "RBAC" | "Node" | "Webhook" | "ABAC" => bail!(
-                    "--authorization-mode {mode:?} is not supported yet: supported modes are AlwaysAllow, AlwaysDeny"
+                "Node" => Ok(AuthorizationMode::Node),
+                "RBAC" => Ok(AuthorizationMode::Rbac),
+                "Webhook" | "ABAC" => bail!(
+                    "--authorization-mode {mode:?} is not supported yet: supported modes are AlwaysAllow, AlwaysDeny, Node, RBAC"
                 ),
                 other => bail!("authorization-mode {other:?} is not a valid mode"),
             })
@@ -110,10 +134,69 @@ impl TryFrom<Options> for Config {
         if authorization_modes.is_empty() {
             bail!("at least one authorization-mode must be passed");
         }
-        if let Some(path) = &options.authentication.token_auth_file {
-            std::fs::metadata(path)
-                .with_context(|| format!("invalid --token-auth-file {}", path.display()))?;
+        let mut seen = std::collections::HashSet::new();
+        if let Some(dup) = authorization_modes.iter().find(|m| !seen.insert(**m)) {
+            bail!("authorization-mode {dup:?} has mode specified more than once");
         }
+        let authn = options.authentication;
+        for (flag, path) in [
+            ("--token-auth-file", &authn.token_auth_file),
+            ("--client-ca-file", &authn.client_ca_file),
+            (
+                "--service-account-signing-key-file",
+                &authn.service_account_signing_key_file,
+            ),
+        ] {
+            if let Some(path) = path {
+                std::fs::metadata(path)
+                    .with_context(|| format!("invalid {flag} {}", path.display()))?;
+            }
+        }
+        for path in &authn.service_account_key_file {
+            std::fs::metadata(path).with_context(|| {
+                format!("invalid --service-account-key-file {}", path.display())
+            })?;
+        }
+        let issuers: Vec<String> = authn
+            .service_account_issuer
+            .iter()
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect();
+        if authn.service_account_signing_key_file.is_some() && issuers.is_empty() {
+            bail!(
+                "service-account-issuer is a required flag when service-account-signing-key-file is set"
+            );
+        }
+        for issuer in &issuers {
+            if issuer.contains(':') && !issuer.starts_with("https://") {
+                bail!("service-account-issuer {issuer:?} contained a ':' but was not a valid URL");
+            }
+        }
+        let mut key_files = authn.service_account_key_file.clone();
+        if key_files.is_empty()
+            && let Some(key) = &secure_serving.tls_private_key_file
+        {
+            key_files.push(key.clone());
+        }
+        let api_audiences = if authn.api_audiences.is_empty() {
+            issuers.iter().take(1).cloned().collect()
+        } else {
+            authn.api_audiences.clone()
+        };
+        let max_token_expiration = authn.service_account_max_token_expiration.map(|d| d.0);
+        if let Some(max) = max_token_expiration
+            && max < Duration::from_secs(3600)
+        {
+            bail!("service-account-max-token-expiration {max:?} must be at least one hour");
+        }
+        let admission = AdmissionConfig {
+            enable: options.admission.enable_admission_plugins.clone(),
+            disable: options.admission.disable_admission_plugins.clone(),
+        };
+        admission
+            .resolve()
+            .map_err(|e| anyhow::anyhow!("invalid admission plugins: {e}"))?;
 
         let service_cluster_ip_range = Ipv4Cidr::parse(&options.misc.service_cluster_ip_range)
             .map_err(|e| anyhow::anyhow!("invalid --service-cluster-ip-range: {e}"))?;
@@ -136,9 +219,20 @@ impl TryFrom<Options> for Config {
             secure_serving,
             storage,
             compaction_interval: Some(etcd.etcd_compaction_interval.0).filter(|d| !d.is_zero()),
-            token_auth_file: options.authentication.token_auth_file,
-            anonymous_auth: options.authentication.anonymous_auth,
+            token_auth_file: authn.token_auth_file,
+            anonymous_auth: authn.anonymous_auth,
+            client_ca_file: authn.client_ca_file,
+            enable_bootstrap_token_auth: authn.enable_bootstrap_token_auth,
+            api_audiences,
+            service_accounts: ServiceAccountConfig {
+                issuers,
+                key_files,
+                signing_key_file: authn.service_account_signing_key_file,
+                lookup: authn.service_account_lookup,
+                max_token_expiration,
+            },
             authorization_modes,
+            admission,
             max_requests_inflight: options.generic.max_requests_inflight,
             max_mutating_requests_inflight: options.generic.max_mutating_requests_inflight,
             service_cluster_ip_range,

@@ -4,4 +4,5 @@ pub mod bootstrap;
 pub mod config;
 pub mod options;
 pub mod router;
+pub mod security;
 pub mod server;

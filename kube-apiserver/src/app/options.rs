@@ -32,6 +32,8 @@ pub struct Options {
     #[command(flatten)]
     pub authorization: AuthorizationOptions,
     #[command(flatten)]
+    pub admission: AdmissionOptions,
+    #[command(flatten)]
     pub misc: MiscOptions,
     #[command(flatten)]
     pub common: CommonFlags,
@@ -80,10 +82,58 @@ pub struct EtcdOptions {
     pub data_dir: PathBuf,
 }
 
-/// Upstream's "Authentication flags" (the rest of the chain arrives with the security issue).
+/// Upstream's "Authentication flags".
 #[derive(Debug, Clone, Args)]
 #[command(next_help_heading = "Authentication flags")]
 pub struct AuthenticationOptions {
+    /// If set, any request presenting a client certificate signed by one of the authorities in
+    /// the client-ca-file is authenticated with an identity corresponding to the CommonName of
+    /// the client certificate.
+    #[arg(long, value_name = "string")]
+    pub client_ca_file: Option<PathBuf>,
+
+    /// Enable to allow secrets of type 'bootstrap.kubernetes.io/token' in the 'kube-system'
+    /// namespace to be used for TLS bootstrapping authentication.
+    #[arg(long, value_name = "bool", default_value_t = false, num_args = 0..=1,
+          default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub enable_bootstrap_token_auth: bool,
+
+    /// Identifiers of the API. The service account token authenticator will validate that
+    /// tokens used against the API are bound to at least one of these audiences. If the
+    /// --service-account-issuer flag is configured and this flag is not, this field defaults
+    /// to a single element list containing the issuer URL.
+    #[arg(long, value_name = "strings", value_delimiter = ',')]
+    pub api_audiences: Vec<String>,
+
+    /// Identifier of the service account token issuer. The issuer will assert this identifier
+    /// in "iss" claim of issued tokens. When this flag is specified multiple times, the first
+    /// is used to generate tokens and all are used to determine which issuers are accepted.
+    #[arg(long, value_name = "stringArray", action = clap::ArgAction::Append)]
+    pub service_account_issuer: Vec<String>,
+
+    /// File containing PEM-encoded x509 RSA or ECDSA private or public keys, used to verify
+    /// ServiceAccount tokens. The specified file can contain multiple keys, and the flag can be
+    /// specified multiple times with different files. If unspecified,
+    /// --tls-private-key-file is used.
+    #[arg(long, value_name = "stringArray", action = clap::ArgAction::Append)]
+    pub service_account_key_file: Vec<PathBuf>,
+
+    /// Path to the file that contains the current private key of the service account token
+    /// issuer. The issuer will sign issued ID tokens with this private key.
+    #[arg(long, value_name = "string")]
+    pub service_account_signing_key_file: Option<PathBuf>,
+
+    /// If true, validate ServiceAccount tokens exist in etcd as part of authentication.
+    #[arg(long, value_name = "bool", default_value_t = true, num_args = 0..=1,
+          default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub service_account_lookup: bool,
+
+    /// The maximum validity duration of a token created by the service account token issuer.
+    /// If an otherwise valid TokenRequest with a validity duration larger than this value is
+    /// requested, a token will be issued with a validity duration of this value.
+    #[arg(long, value_name = "duration")]
+    pub service_account_max_token_expiration: Option<GoDuration>,
+
     /// If set, the file that will be used to secure the secure port of the API server via token
     /// authentication.
     #[arg(long, value_name = "string")]
@@ -100,8 +150,8 @@ pub struct AuthenticationOptions {
 #[derive(Debug, Clone, Args)]
 #[command(next_help_heading = "Authorization flags")]
 pub struct AuthorizationOptions {
-    /// Ordered list of plug-ins to do authorization on secure port. Supported today:
-    /// AlwaysAllow, AlwaysDeny.
+    /// Ordered list of plug-ins to do authorization on secure port. Supported:
+    /// AlwaysAllow, AlwaysDeny, Node, RBAC.
     #[arg(
         long,
         value_name = "strings",
@@ -109,6 +159,24 @@ pub struct AuthorizationOptions {
         default_value = "AlwaysAllow"
     )]
     pub authorization_mode: Vec<String>,
+}
+
+/// Upstream's "Admission flags".
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Admission flags")]
+pub struct AdmissionOptions {
+    /// admission plugins that should be enabled in addition to default enabled ones
+    /// (NamespaceLifecycle, LimitRanger, ServiceAccount, TaintNodesByCondition, PodSecurity,
+    /// Priority, DefaultTolerationSeconds, DefaultStorageClass, StorageObjectInUseProtection,
+    /// RuntimeClass, MutatingAdmissionWebhook, ValidatingAdmissionWebhook, ResourceQuota).
+    /// The order of plugins in this flag does not matter.
+    #[arg(long, value_name = "strings", value_delimiter = ',')]
+    pub enable_admission_plugins: Vec<String>,
+
+    /// admission plugins that should be disabled although they are in the default enabled
+    /// plugins list. The order of plugins in this flag does not matter.
+    #[arg(long, value_name = "strings", value_delimiter = ',')]
+    pub disable_admission_plugins: Vec<String>,
 }
 
 /// Upstream's "Misc flags" for services.

@@ -6,6 +6,7 @@ use crate::http::request_info::RequestInfo;
 use crate::http::response::{Body, BoxError};
 use crate::http::status::ApiError;
 use crate::rest::handler::handle;
+use crate::rest::reviews::{self, Reviewers};
 use crate::rest::state::ApiState;
 use component_base::debug::DebugHandlers;
 use http::{Request, Response};
@@ -20,6 +21,8 @@ const DEBUG_PATHS: &[&str] = &["/healthz", "/livez", "/readyz", "/metrics", "/ve
 #[derive(Clone)]
 pub struct Router {
     pub state: Arc<ApiState>,
+    /// What the review APIs (whoami, can-i, TokenReview) consult.
+    pub reviewers: Reviewers,
     pub debug: DebugHandlers,
     pub discovery: DiscoveryHandler,
 }
@@ -54,6 +57,12 @@ impl Router {
             return response;
         }
         match RequestInfo::from_request(&req) {
+            Ok(info) if reviews::is_review(&info) => {
+                match reviews::serve(&self.reviewers, &info, req).await {
+                    Ok(response) => response,
+                    Err(err) => err.into_response(),
+                }
+            }
             Ok(info) if info.is_resource_request => handle(&self.state, &info, req).await,
             Ok(_) => ApiError::path_not_found().into_response(),
             Err(err) => ApiError::bad_request(err.to_string()).into_response(),

@@ -2,15 +2,11 @@
 //! API over HTTPS until a signal asks to stop, failing readiness while draining.
 
 use super::bootstrap;
-use super::config::{AuthorizationMode, Config, StorageConfig};
+use super::config::{Config, StorageConfig};
 use super::router::Router;
-use crate::http::auth::authenticator::Authenticator;
-use crate::http::auth::authorizer::{
-    AlwaysAllow, AlwaysDeny, Authorizer, Union, with_privileged_groups,
-};
-use crate::http::auth::token_file::TokenFile;
+use super::security;
 use crate::http::discovery::DiscoveryHandler;
-use crate::http::{StackConfig, into_hyper, stack};
+use crate::http::{into_hyper, stack};
 use crate::registry::services::ServiceAllocator;
 use crate::rest::reviews::Reviewers;
 use crate::rest::state::ApiState;
@@ -38,18 +34,18 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         version = component_base::version::GIT_VERSION,
         "starting kube-apiserver"
     );
-    let stack_config = stack_config(&config)?;
-    let reviewers = Reviewers {
-        authenticator: stack_config.authenticator.clone(),
-        authorizer: stack_config.authorizer.clone(),
-    };
     let (backend, state) = tokio::select! {
-        started = start_storage_retrying(&config, reviewers, &shutdown) => started?,
+        started = start_storage_retrying(&config, &shutdown) => started?,
         _ = shutdown.cancelled() => return Ok(()),
     };
     bootstrap::ensure(&state, &config)
         .await
         .context("creating the bootstrap objects")?;
+    let stack_config = security::install(&config, &state, &shutdown).await?;
+    let reviewers = Reviewers {
+        authenticator: stack_config.authenticator.clone(),
+        authorizer: stack_config.authorizer.clone(),
+    };
     if let Some(interval) = config.compaction_interval {
         tokio::spawn(compact_periodically(
             backend.clone(),
@@ -78,6 +74,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     );
     let router = Router {
         state,
+        reviewers,
         debug: debug.clone(),
         discovery: DiscoveryHandler::new(address),
     };
@@ -103,38 +100,11 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The request path's settings from the flags: who is who, who may do what, how many at once.
-fn stack_config(config: &Config) -> anyhow::Result<StackConfig> {
-    let tokens = config
-        .token_auth_file
-        .as_deref()
-        .map(TokenFile::load)
-        .transpose()
-        .context("reading --token-auth-file")?;
-    let authorizers = config
-        .authorization_modes
-        .iter()
-        .map(|mode| -> Box<dyn Authorizer> {
-            match mode {
-                AuthorizationMode::AlwaysAllow => Box::new(AlwaysAllow),
-                AuthorizationMode::AlwaysDeny => Box::new(AlwaysDeny),
-            }
-        })
-        .collect();
-    Ok(StackConfig {
-        authenticator: Arc::new(Authenticator::new(tokens, config.anonymous_auth)),
-        authorizer: Arc::new(with_privileged_groups(Union(authorizers))),
-        max_requests_inflight: config.max_requests_inflight,
-        max_mutating_requests_inflight: config.max_mutating_requests_inflight,
-    })
-}
-
 /// Opens storage and starts the watch caches, retrying while etcd cannot be reached (it may be
 /// starting beside us), as upstream's apiserver waits for etcd; a local store that cannot be
 /// opened is fatal.
 async fn start_storage_retrying(
     config: &Config,
-    reviewers: Reviewers,
     shutdown: &CancellationToken,
 ) -> anyhow::Result<(Arc<dyn Backend>, Arc<ApiState>)> {
     let mut delay = Duration::from_millis(100);
@@ -148,14 +118,9 @@ async fn start_storage_retrying(
                 config.service_cluster_ip_range,
                 config.service_node_port_range.clone(),
             ));
-            let state = ApiState::start(
-                backend.clone(),
-                services,
-                reviewers.clone(),
-                attempt.clone(),
-            )
-            .await
-            .context("starting the watch caches")?;
+            let state = ApiState::start(backend.clone(), services, attempt.clone())
+                .await
+                .context("starting the watch caches")?;
             anyhow::Ok((backend, state))
         };
         let result = started.await;

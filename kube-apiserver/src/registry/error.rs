@@ -48,6 +48,9 @@ pub enum RegistryError {
     Gone(String),
     #[error(transparent)]
     Storage(#[from] StorageError),
+    /// An admission plugin refused the write; its Status is answered as it is.
+    #[error("{}", .0.message())]
+    Rejected(Box<crate::http::status::ApiError>),
 }
 
 /// The upstream message of a conflict on update.

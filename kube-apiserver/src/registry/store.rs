@@ -1,6 +1,7 @@
 //! The generic store: create, get, update (main or status), delete for any resource, with
 //! upstream's object-meta rules, optimistic concurrency, finalizers and graceful deletion.
 
+use super::admission::WriteAdmission;
 use super::error::{MODIFIED_CONFLICT, RegistryError};
 use super::keys;
 use super::meta::{self, meta_mut};
@@ -9,7 +10,7 @@ use super::strategy::{Part, Strategy};
 use super::validate;
 use crate::storage::backend::{Backend, KeyValue, StorageError};
 use crate::storage::codec;
-use api_types::registry::{ResourceInfo, by_group_version_resource};
+use api_types::registry::ResourceInfo;
 use serde_json::{Value, json};
 use std::sync::Arc;
 
@@ -48,6 +49,8 @@ pub struct ResourceStore {
     services: Option<Arc<ServiceAllocator>>,
     /// `dryRun=All`: every check runs, nothing is written or allocated.
     dry_run: bool,
+    /// The request's admission chain; None for the apiserver's own writes.
+    admission: Option<Arc<dyn WriteAdmission>>,
 }
 
 impl ResourceStore {
@@ -57,6 +60,33 @@ impl ResourceStore {
             backend,
             services: None,
             dry_run: false,
+            admission: None,
+        }
+    }
+
+    /// The same store running `admission` on every write it makes.
+    pub fn with_admission(&self, admission: Arc<dyn WriteAdmission>) -> Self {
+        Self {
+            admission: Some(admission),
+            ..self.clone()
+        }
+    }
+
+    async fn admit(&self, object: &mut Value, old: Option<&Value>) -> Result<(), RegistryError> {
+        match &self.admission {
+            Some(admission) => admission.mutate(object, old).await,
+            None => Ok(()),
+        }
+    }
+
+    async fn admission_check(
+        &self,
+        object: Option<&Value>,
+        old: Option<&Value>,
+    ) -> Result<(), RegistryError> {
+        match &self.admission {
+            Some(admission) => admission.validate(object, old).await,
+            None => Ok(()),
         }
     }
 
@@ -128,6 +158,7 @@ impl ResourceStore {
     ) -> Result<Value, RegistryError> {
         let info = self.info();
         self.place_in_namespace(&mut object, namespace)?;
+        self.admit(&mut object, None).await?;
         if meta::meta_str(&object, "resourceVersion").is_some_and(|rv| !rv.is_empty()) {
             return Err(RegistryError::BadRequest(
                 "resourceVersion should not be set on objects to be created".into(),
@@ -155,9 +186,7 @@ impl ResourceStore {
         if !errs.is_empty() {
             return Err(self.invalid(&name, errs));
         }
-        if let Some(ns) = namespace.filter(|_| info.namespaced) {
-            self.check_namespace_accepts_content(ns, &name).await?;
-        }
+        self.admission_check(Some(&object), None).await?;
         let key = self.key(namespace, &name);
         if self.dry_run {
             // Addresses and ports are not allocated for a dry run; existence is still checked.
@@ -221,37 +250,6 @@ impl ResourceStore {
         }
     }
 
-    /// Upstream's NamespaceLifecycle admission: no new content in a missing or terminating
-    /// namespace.
-    async fn check_namespace_accepts_content(
-        &self,
-        namespace: &str,
-        name: &str,
-    ) -> Result<(), RegistryError> {
-        let namespaces = by_group_version_resource("", "v1", "namespaces")
-            .expect("namespaces are in the registry");
-        let key = keys::object_key(namespaces, None, namespace);
-        let Some(kv) = self.backend.get(&key, None).await? else {
-            return Err(RegistryError::NotFound {
-                group: String::new(),
-                resource: "namespaces".into(),
-                name: namespace.into(),
-            });
-        };
-        let ns = codec::decode(&kv)?;
-        if meta::is_terminating(&ns) || ns["status"]["phase"] == "Terminating" {
-            return Err(RegistryError::Forbidden {
-                group: self.info().group.into(),
-                resource: self.info().plural.into(),
-                name: name.into(),
-                message: format!(
-                    "unable to create new content in namespace {namespace} because it is being terminated"
-                ),
-            });
-        }
-        Ok(())
-    }
-
     async fn read(&self, key: &str, name: &str) -> Result<KeyValue, RegistryError> {
         self.backend
             .get(key, None)
@@ -313,6 +311,7 @@ impl ResourceStore {
                     "the body is not an object".into(),
                 ));
             }
+            self.admit(&mut new, Some(&old)).await?;
             if let Some(rv) = meta::meta_str(&new, "resourceVersion").filter(|rv| !rv.is_empty()) {
                 let wanted: i64 = rv.parse().map_err(|_| {
                     RegistryError::BadRequest(format!("invalid resourceVersion {rv:?}"))
@@ -331,6 +330,7 @@ impl ResourceStore {
             if !errs.is_empty() {
                 return Err(self.invalid(name, errs));
             }
+            self.admission_check(Some(&new), Some(&old)).await?;
             if without_resource_version(&new) == without_resource_version(&old) {
                 // Upstream skips writes that change nothing: the resourceVersion stays.
                 return Ok(old);
@@ -416,6 +416,7 @@ impl ResourceStore {
             let current = self.read(&key, name).await?;
             let object = codec::decode(&current)?;
             self.check_preconditions(name, &object, options)?;
+            self.admission_check(None, Some(&object)).await?;
 
             let mut next = object.clone();
             let mut finalizers = meta::finalizers(&next);

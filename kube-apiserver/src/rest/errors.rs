@@ -37,6 +37,7 @@ impl From<RegistryError> for ApiError {
             RegistryError::BadRequest(message) => ApiError::bad_request(message),
             RegistryError::Gone(message) => ApiError::expired(message),
             RegistryError::Storage(err) => ApiError::from_storage(&err, "", "", ""),
+            RegistryError::Rejected(err) => *err,
         }
     }
 }

@@ -5,6 +5,8 @@ use super::field_validation::FieldValidation;
 use super::query::Query;
 use super::state::{ApiState, ResourceEntry};
 use super::{subresources, watch};
+use crate::admission::{Attributes, Operation, RequestAdmission};
+use crate::http::auth::user::UserInfo;
 use crate::http::body::{MAX_REQUEST_BODY_BYTES, decode, read_body};
 use crate::http::negotiation::{
     EndpointRestrictions, MediaType, PatchType as WirePatch, negotiate_input, negotiate_output,
@@ -20,6 +22,7 @@ use api_types::registry::ResourceInfo;
 use http::{Request, Response, StatusCode, header};
 use hyper::body::Body as HttpBody;
 use serde_json::{Value, json};
+use std::sync::Arc;
 
 /// What a handler needs of the request besides its body.
 pub struct Call<'a> {
@@ -62,7 +65,11 @@ impl Call<'_> {
 }
 
 /// Serves a resource request; every failure is a `Status` response.
-pub async fn handle<B>(state: &ApiState, request: &RequestInfo, req: Request<B>) -> Response<Body>
+pub async fn handle<B>(
+    state: &Arc<ApiState>,
+    request: &RequestInfo,
+    req: Request<B>,
+) -> Response<Body>
 where
     B: HttpBody + Send + 'static,
     B::Error: Into<BoxError>,
@@ -81,7 +88,7 @@ fn header_string<B>(req: &Request<B>, name: header::HeaderName) -> Option<String
 }
 
 async fn dispatch<B>(
-    state: &ApiState,
+    state: &Arc<ApiState>,
     request: &RequestInfo,
     req: Request<B>,
 ) -> Result<Response<Body>, ApiError>
@@ -89,9 +96,6 @@ where
     B: HttpBody + Send + 'static,
     B::Error: Into<BoxError>,
 {
-    if super::reviews::is_review(request) {
-        return super::reviews::serve(&state.reviewers, request, req).await;
-    }
     let entry = state
         .entry(&request.api_group, &request.api_version, &request.resource)
         .ok_or_else(ApiError::path_not_found)?;
@@ -110,11 +114,33 @@ where
         _ => {}
     }
     let query = Query::parse(req.uri().query());
-    let store = if query.dry_run()? {
+    let dry_run = query.dry_run()?;
+    let mut store = if dry_run {
         entry.store.dry_run()
     } else {
         entry.store.clone()
     };
+    if let Some(operation) = admission_operation(&request.verb) {
+        let user = req
+            .extensions()
+            .get::<UserInfo>()
+            .cloned()
+            .unwrap_or_else(UserInfo::anonymous);
+        let attrs = Attributes {
+            operation,
+            resource: info,
+            subresource: request.subresource.clone(),
+            namespace: request.namespace.clone(),
+            name: request.name.clone(),
+            user,
+            dry_run,
+        };
+        store = store.with_admission(Arc::new(RequestAdmission {
+            chain: state.security().admission.clone(),
+            attrs,
+            state: state.clone(),
+        }));
+    }
     let call = Call {
         entry,
         store,
@@ -187,6 +213,16 @@ where
             };
             Err(ApiError::method_not_supported(info.group, &resource, verb))
         }
+    }
+}
+
+/// The admission operation of a write verb; None for reads.
+fn admission_operation(verb: &str) -> Option<Operation> {
+    match verb {
+        "create" => Some(Operation::Create),
+        "update" | "patch" => Some(Operation::Update),
+        "delete" | "deletecollection" => Some(Operation::Delete),
+        _ => None,
     }
 }
 

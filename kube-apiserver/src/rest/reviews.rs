@@ -12,7 +12,7 @@ use crate::http::negotiation::{EndpointRestrictions, negotiate_output};
 use crate::http::request_info::RequestInfo;
 use crate::http::response::{Body, BoxError};
 use crate::http::status::ApiError;
-use http::{HeaderMap, HeaderValue, Request, Response, StatusCode, header};
+use http::{Request, Response, StatusCode, header};
 use hyper::body::Body as HttpBody;
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -76,7 +76,7 @@ where
     }
     let status = match request.resource.as_str() {
         "selfsubjectreviews" => json!({"userInfo": user_json(&requester)}),
-        "tokenreviews" => token_review(reviewers, &review),
+        "tokenreviews" => token_review(reviewers, &review).await,
         "selfsubjectaccessreviews" => access_review(reviewers, &requester, &review["spec"])?,
         "subjectaccessreviews" | "localsubjectaccessreviews" => {
             let spec = &review["spec"];
@@ -100,6 +100,7 @@ where
                             .collect()
                     })
                     .unwrap_or_default(),
+                extra: serde_json::from_value(spec["extra"].clone()).unwrap_or_default(),
             };
             access_review(reviewers, &subject, spec)?
         }
@@ -127,20 +128,36 @@ fn user_json(user: &UserInfo) -> Value {
     if !user.uid.is_empty() {
         out["uid"] = json!(user.uid);
     }
+    if !user.extra.is_empty() {
+        out["extra"] = json!(user.extra);
+    }
     out
 }
 
-fn token_review(reviewers: &Reviewers, review: &Value) -> Value {
+/// Authenticates the review's token for its audiences (the apiserver's when it names none).
+async fn token_review(reviewers: &Reviewers, review: &Value) -> Value {
     let token = review["spec"]["token"].as_str().unwrap_or_default();
-    let mut headers = HeaderMap::new();
-    if let Ok(value) = HeaderValue::from_str(&format!("Bearer {token}")) {
-        headers.insert(header::AUTHORIZATION, value);
+    let asked: Vec<String> =
+        serde_json::from_value(review["spec"]["audiences"].clone()).unwrap_or_default();
+    let audiences = if asked.is_empty() {
+        reviewers.authenticator.audiences().to_vec()
+    } else {
+        asked
+    };
+    if token.is_empty() {
+        return json!({"authenticated": false, "user": {}, "error": "invalid bearer token"});
     }
-    match reviewers.authenticator.authenticate(&headers) {
-        Ok(user) if !token.is_empty() && user.name != crate::http::auth::user::ANONYMOUS => {
-            json!({"authenticated": true, "user": user_json(&user)})
-        }
-        _ => json!({"authenticated": false, "user": {}, "error": "invalid bearer token"}),
+    match reviewers
+        .authenticator
+        .authenticate_token(token, &audiences)
+        .await
+    {
+        Ok(found) => json!({
+            "authenticated": true,
+            "user": user_json(&found.user),
+            "audiences": found.audiences,
+        }),
+        Err(err) => json!({"authenticated": false, "user": {}, "error": err.to_string()}),
     }
 }
 

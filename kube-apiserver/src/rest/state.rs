@@ -1,14 +1,19 @@
 //! Every resource the apiserver serves: its store and the watch cache of its key prefix.
 
+use crate::admission::Chain;
+use crate::auth::rbac::RbacStore;
+use crate::http::auth::authorizer::{AlwaysAllow, Authorizer};
+use crate::http::auth::service_account::TokenSigner;
+use crate::registry::ObjectLookup;
 use crate::registry::ResourceStore;
 use crate::registry::keys;
 use crate::registry::services::ServiceAllocator;
-use crate::rest::reviews::Reviewers;
 use crate::storage::backend::{Backend, StorageError};
 use crate::storage::cacher::Cacher;
 use api_types::registry::{self, ResourceInfo};
+use serde_json::Value;
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use tokio_util::sync::CancellationToken;
 
 /// One served (group, version, resource).
@@ -18,12 +23,35 @@ pub struct ResourceEntry {
     pub cacher: Arc<Cacher>,
 }
 
+/// What the write path consults about who may do what: admission, the authorizer (for the
+/// RBAC escalation check), the RBAC objects and the service account token signer. Set once
+/// after start-up, because the authorizers themselves read the state's caches.
+pub struct Security {
+    pub admission: Arc<Chain>,
+    pub authorizer: Arc<dyn Authorizer>,
+    /// The RBAC objects, when `--authorization-mode` includes RBAC.
+    pub rbac: Option<Arc<RbacStore>>,
+    /// `--service-account-signing-key-file`: TokenRequest is served only with one.
+    pub token_signer: Option<Arc<TokenSigner>>,
+}
+
+impl Default for Security {
+    /// No admission plugin, everything allowed, no token signer.
+    fn default() -> Self {
+        Security {
+            admission: Arc::new(Chain::of(Vec::new())),
+            authorizer: Arc::new(AlwaysAllow),
+            rbac: None,
+            token_signer: None,
+        }
+    }
+}
+
 /// The resources of the server, by (group, version, plural).
 pub struct ApiState {
     entries: HashMap<(&'static str, &'static str, &'static str), Arc<ResourceEntry>>,
     pub backend: Arc<dyn Backend>,
-    /// What the review APIs (whoami, can-i) consult.
-    pub reviewers: Reviewers,
+    security: OnceLock<Security>,
 }
 
 impl ApiState {
@@ -31,7 +59,6 @@ impl ApiState {
     pub async fn start(
         backend: Arc<dyn Backend>,
         services: Arc<ServiceAllocator>,
-        reviewers: Reviewers,
         shutdown: CancellationToken,
     ) -> Result<Arc<Self>, StorageError> {
         let mut cachers: HashMap<String, Arc<Cacher>> = HashMap::new();
@@ -59,8 +86,22 @@ impl ApiState {
         Ok(Arc::new(Self {
             entries,
             backend,
-            reviewers,
+            security: OnceLock::new(),
         }))
+    }
+
+    /// Sets what the write path consults; only the first call counts.
+    pub fn set_security(&self, security: Security) {
+        if self.security.set(security).is_err() {
+            tracing::warn!("the apiserver's security settings were already set");
+        }
+    }
+
+    /// What the write path consults (permissive defaults until set).
+    pub fn security(&self) -> &Security {
+        static PERMISSIVE: std::sync::LazyLock<Security> =
+            std::sync::LazyLock::new(Security::default);
+        self.security.get().unwrap_or(&PERMISSIVE)
     }
 
     /// The entry of a served resource.
@@ -73,5 +114,38 @@ impl ApiState {
     /// The store of a served resource (for bootstrap and internal writers).
     pub fn store(&self, group: &str, version: &str, plural: &str) -> Option<&ResourceStore> {
         self.entry(group, version, plural).map(|e| &e.store)
+    }
+}
+
+impl ObjectLookup for ApiState {
+    fn get(
+        &self,
+        group: &str,
+        plural: &str,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Option<Arc<Value>> {
+        let info = registry::by_group_resource(group, plural)?;
+        let entry = self.entries.get(&(info.group, info.version, info.plural))?;
+        let namespace = namespace.filter(|_| info.namespaced);
+        entry.cacher.get(&keys::object_key(info, namespace, name))
+    }
+
+    fn list(
+        &self,
+        group: &str,
+        plural: &str,
+        namespace: Option<&str>,
+        filter: &(dyn Fn(&Value) -> bool + Send + Sync),
+    ) -> Vec<Arc<Value>> {
+        let Some(info) = registry::by_group_resource(group, plural) else {
+            return Vec::new();
+        };
+        let Some(entry) = self.entries.get(&(info.group, info.version, info.plural)) else {
+            return Vec::new();
+        };
+        let namespace = namespace.filter(|_| info.namespaced);
+        let prefix = keys::namespace_prefix(info, namespace);
+        entry.cacher.list_with(&prefix, filter)
     }
 }

@@ -181,6 +181,7 @@ mod tests {
             name: "admin".into(),
             uid: String::new(),
             groups: vec![SYSTEM_PRIVILEGED_GROUP.into()],
+            ..Default::default()
         };
         let at = |user| Attributes {
             user,

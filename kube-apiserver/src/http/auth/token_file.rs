@@ -80,6 +80,7 @@ impl TokenFile {
                 name: record[1].clone(),
                 uid: record[2].clone(),
                 groups,
+                ..Default::default()
             };
             if tokens.insert(record[0].clone(), user).is_some() {
                 tracing::warn!(path, line = line_no, "duplicate token in token file");

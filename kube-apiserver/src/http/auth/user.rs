@@ -18,6 +18,9 @@ pub struct UserInfo {
     pub uid: String,
     /// The groups, including `system:authenticated` or `system:unauthenticated`.
     pub groups: Vec<String>,
+    /// Extra attributes (e.g. `authentication.kubernetes.io/pod-name` of a bound service
+    /// account token), as upstream's `user.Info.GetExtra`.
+    pub extra: std::collections::BTreeMap<String, Vec<String>>,
 }
 
 impl UserInfo {
@@ -27,6 +30,7 @@ impl UserInfo {
             name: ANONYMOUS.to_string(),
             uid: String::new(),
             groups: vec![ALL_UNAUTHENTICATED.to_string()],
+            ..Default::default()
         }
     }
 

@@ -14,7 +14,7 @@ use crate::http::response::Body;
 use crate::http::status::ApiError;
 
 /// Adds [`Authentication`].
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct AuthenticationLayer {
     authenticator: Arc<Authenticator>,
 }
@@ -37,7 +37,7 @@ impl<S> Layer<S> for AuthenticationLayer {
 }
 
 /// See the module documentation.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Authentication<S> {
     inner: S,
     authenticator: Arc<Authenticator>,
@@ -45,9 +45,10 @@ pub struct Authentication<S> {
 
 impl<S, B> Service<Request<B>> for Authentication<S>
 where
-    S: Service<Request<B>, Response = Response<Body>>,
+    S: Service<Request<B>, Response = Response<Body>> + Clone + Send + 'static,
     S::Future: Send + 'static,
     S::Error: Send + 'static,
+    B: Send + 'static,
 {
     type Response = Response<Body>;
     type Error = S::Error;
@@ -58,18 +59,32 @@ where
     }
 
     fn call(&mut self, mut req: Request<B>) -> Self::Future {
-        match self.authenticator.authenticate(req.headers()) {
-            Ok(user) => {
-                // As upstream: nothing past authentication gets to see (and leak) the token.
-                req.headers_mut().remove(header::AUTHORIZATION);
-                req.extensions_mut().insert::<UserInfo>(user);
-                self.inner.call(req).boxed()
-            }
-            Err(e) => {
-                tracing::debug!(error = %e, uri = %req.uri(), "unable to authenticate the request");
-                futures::future::ready(Ok(ApiError::unauthorized("Unauthorized").into_response()))
-                    .boxed()
+        // The clone that was polled ready serves this request (tower's usual hand-over).
+        let clone = self.inner.clone();
+        let mut inner = std::mem::replace(&mut self.inner, clone);
+        let authenticator = self.authenticator.clone();
+        async move {
+            let certificate_user = certificate_user(req.extensions());
+            match authenticator
+                .authenticate(req.headers(), certificate_user)
+                .await
+            {
+                Ok(user) => {
+                    req.headers_mut().remove(header::AUTHORIZATION);
+                    req.extensions_mut().insert::<UserInfo>(user);
+                    inner.call(req).await
+                }
+                Err(e) => {
+                    tracing::debug!(error = %e, uri = %req.uri(), "unable to authenticate the request");
+                    Ok(ApiError::unauthorized("Unauthorized").into_response())
+                }
             }
         }
+        .boxed()
     }
+}
+
+/// The user of the request's client certificate (verified in the TLS handshake), if any.
+fn certificate_user(_extensions: &http::Extensions) -> Option<UserInfo> {
+    None
 }

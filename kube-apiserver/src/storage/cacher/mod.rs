@@ -144,7 +144,19 @@ impl Cacher {
     /// consistent with.
     pub fn list(&self, prefix: &str, filter: &Filter) -> (Vec<Arc<Value>>, Revision) {
         let inner = self.inner.read();
-        (inner.store.list(prefix, filter), inner.store.revision())
+        (
+            inner.store.list(prefix, filter.as_ref()),
+            inner.store.revision(),
+        )
+    }
+
+    /// The cached objects under `prefix` passing `filter`, for callers with a borrowed filter.
+    pub fn list_with(
+        &self,
+        prefix: &str,
+        filter: &(dyn Fn(&Value) -> bool + Send + Sync),
+    ) -> Vec<Arc<Value>> {
+        self.inner.read().store.list(prefix, filter)
     }
 
     /// A watcher of the keys under `prefix` whose objects pass `filter`, from `start`, with

@@ -112,7 +112,11 @@ impl Store {
     }
 
     /// The objects under `prefix` passing `filter`, in key order.
-    pub fn list(&self, prefix: &str, filter: &Filter) -> Vec<Arc<Value>> {
+    pub fn list(
+        &self,
+        prefix: &str,
+        filter: &(dyn Fn(&Value) -> bool + Send + Sync),
+    ) -> Vec<Arc<Value>> {
         self.objects
             .range::<str, _>((Bound::Included(prefix), Bound::Unbounded))
             .take_while(|(key, _)| key.starts_with(prefix))
@@ -145,7 +149,7 @@ impl Store {
 
     /// The synthetic `Added` events of a watch from the current state.
     pub fn initial_events(&self, prefix: &str, filter: &Filter) -> Vec<WatchEvent> {
-        self.list(prefix, filter)
+        self.list(prefix, filter.as_ref())
             .into_iter()
             .map(WatchEvent::Added)
             .collect()

@@ -1,0 +1,14 @@
+//! The `PodSecurity` admission plugin (being written).
+
+use crate::admission::Plugin;
+use async_trait::async_trait;
+
+#[derive(Debug, Default)]
+pub struct PodSecurity;
+
+#[async_trait]
+impl Plugin for PodSecurity {
+    fn name(&self) -> &'static str {
+        "PodSecurity"
+    }
+}

@@ -1,0 +1,64 @@
+//! Who is who and who may do what, from the flags: the authenticator chain, the authorizer
+//! chain (RBAC kept current from the watch caches), admission, and the service account token
+//! signer; installed on the API state before the server accepts requests.
+
+use super::config::{AuthorizationMode, Config};
+use crate::admission::Chain;
+use crate::auth::rbac::{RbacAuthorizer, RbacStore};
+use crate::http::StackConfig;
+use crate::http::auth::authenticator::Authenticator;
+use crate::http::auth::authorizer::{
+    AlwaysAllow, AlwaysDeny, Authorizer, Union, with_privileged_groups,
+};
+use crate::http::auth::token_file::TokenFile;
+use crate::rest::state::{ApiState, Security};
+use anyhow::Context;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+/// Builds the authenticator, authorizers and admission chain, installs them on `state`, and
+/// returns the request path's settings.
+pub async fn install(
+    config: &Config,
+    state: &Arc<ApiState>,
+    _shutdown: &CancellationToken,
+) -> anyhow::Result<StackConfig> {
+    let tokens = config
+        .token_auth_file
+        .as_deref()
+        .map(TokenFile::load)
+        .transpose()
+        .context("reading --token-auth-file")?;
+    let authenticator = Authenticator::new(tokens, config.anonymous_auth)
+        .with_audiences(config.api_audiences.clone());
+
+    let mut rbac = None;
+    let mut authorizers: Vec<Box<dyn Authorizer>> = Vec::new();
+    for mode in &config.authorization_modes {
+        match mode {
+            AuthorizationMode::AlwaysAllow => authorizers.push(Box::new(AlwaysAllow)),
+            AuthorizationMode::AlwaysDeny => authorizers.push(Box::new(AlwaysDeny)),
+            AuthorizationMode::Rbac => {
+                let store = Arc::new(RbacStore::new(Vec::new()));
+                authorizers.push(Box::new(RbacAuthorizer::new(store.clone())));
+                rbac = Some(store);
+            }
+            AuthorizationMode::Node => anyhow::bail!("the Node authorizer is being written"),
+        }
+    }
+    let authorizer: Arc<dyn Authorizer> = Arc::new(with_privileged_groups(Union(authorizers)));
+    let admission = Chain::new(&config.admission).map_err(anyhow::Error::msg)?;
+    tracing::info!(plugins = ?admission.names(), "admission plugins");
+    state.set_security(Security {
+        admission: Arc::new(admission),
+        authorizer: authorizer.clone(),
+        rbac,
+        token_signer: None,
+    });
+    Ok(StackConfig {
+        authenticator: Arc::new(authenticator),
+        authorizer,
+        max_requests_inflight: config.max_requests_inflight,
+        max_mutating_requests_inflight: config.max_mutating_requests_inflight,
+    })
+}

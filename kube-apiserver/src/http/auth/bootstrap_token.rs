@@ -1,0 +1,1 @@
+//! Bootstrap tokens (`--enable-bootstrap-token-auth`), being written.
