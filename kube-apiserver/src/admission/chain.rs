@@ -271,11 +271,44 @@ impl WriteAdmission for RequestAdmission {
         old: Option<&Value>,
     ) -> Result<(), RegistryError> {
         let attrs = self.attrs_for(object.or(old));
+        check_rbac_write(&attrs, object, &self.state)
+            .map_err(|e| RegistryError::Rejected(Box::new(e)))?;
         self.chain
             .validate(&attrs, object, old, &self.state)
             .await
             .map_err(|e| RegistryError::Rejected(Box::new(e)))
     }
+}
+
+/// Upstream's RBAC storage refuses roles and bindings granting more than their writer holds
+/// (unless they may `escalate` or `bind`); it is part of the RBAC API, not a plugin, so it
+/// runs whatever the flags say, whenever RBAC is on.
+fn check_rbac_write(
+    attrs: &Attributes,
+    object: Option<&Value>,
+    state: &ApiState,
+) -> Result<(), crate::http::status::ApiError> {
+    let security = state.security();
+    let (Some(rbac), Some(object)) = (&security.rbac, object) else {
+        return Ok(());
+    };
+    let is_rbac = attrs.resource.group == "rbac.authorization.k8s.io"
+        && attrs.subresource.is_empty()
+        && matches!(
+            attrs.resource.plural,
+            "roles" | "clusterroles" | "rolebindings" | "clusterrolebindings"
+        );
+    if !is_rbac || !matches!(attrs.operation, Operation::Create | Operation::Update) {
+        return Ok(());
+    }
+    crate::auth::rbac::authorize_rbac_write(
+        security.authorizer.as_ref(),
+        rbac,
+        &attrs.user,
+        attrs.resource.plural,
+        &attrs.namespace,
+        object,
+    )
 }
 
 #[cfg(test)]

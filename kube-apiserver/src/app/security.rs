@@ -4,7 +4,8 @@
 
 use super::config::{AuthorizationMode, Config};
 use crate::admission::Chain;
-use crate::auth::rbac::{RbacAuthorizer, RbacStore};
+use crate::auth::rbac::sync as rbac_sync;
+use crate::auth::rbac::{RbacAuthorizer, RbacStore, reconcile_bootstrap_policy};
 use crate::http::StackConfig;
 use crate::http::auth::authenticator::Authenticator;
 use crate::http::auth::authorizer::{
@@ -21,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 pub async fn install(
     config: &Config,
     state: &Arc<ApiState>,
-    _shutdown: &CancellationToken,
+    shutdown: &CancellationToken,
 ) -> anyhow::Result<StackConfig> {
     let tokens = config
         .token_auth_file
@@ -39,7 +40,14 @@ pub async fn install(
             AuthorizationMode::AlwaysAllow => authorizers.push(Box::new(AlwaysAllow)),
             AuthorizationMode::AlwaysDeny => authorizers.push(Box::new(AlwaysDeny)),
             AuthorizationMode::Rbac => {
+                reconcile_bootstrap_policy(state)
+                    .await
+                    .context("reconciling the bootstrap RBAC policy")?;
                 let store = Arc::new(RbacStore::new(Vec::new()));
+                // Requests are served only once the authorizer has every RBAC object.
+                rbac_sync::start(state.clone(), store.clone(), shutdown.clone())
+                    .await
+                    .context("loading the RBAC objects")?;
                 authorizers.push(Box::new(RbacAuthorizer::new(store.clone())));
                 rbac = Some(store);
             }

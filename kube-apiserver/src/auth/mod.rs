@@ -1,3 +1,5 @@
-//! Authorization modes that need more than the request path's simple authorizers: RBAC.
+//! Authorization modes that need more than the request path's simple authorizers: RBAC and
+//! Node.
 
+pub mod node;
 pub mod rbac;

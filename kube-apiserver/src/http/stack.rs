@@ -62,7 +62,10 @@ pub fn stack<S>(handler: S, config: &StackConfig) -> Stack<S> {
         .layer(PanicRecoveryLayer)
         .layer(RequestInfoLayer)
         .layer(MetricsLayer)
-        .layer(AuthenticationLayer::new(config.authenticator.clone()))
+        .layer(
+            AuthenticationLayer::new(config.authenticator.clone())
+                .with_impersonation(config.authorizer.clone()),
+        )
         .layer(InFlightLimitLayer::new(
             config.max_requests_inflight,
             config.max_mutating_requests_inflight,

@@ -9,4 +9,5 @@ pub mod query;
 pub mod reviews;
 pub mod state;
 pub mod subresources;
+pub mod token_request;
 pub mod watch;

@@ -22,6 +22,8 @@ use std::sync::Arc;
 pub struct Reviewers {
     pub authenticator: Arc<Authenticator>,
     pub authorizer: Arc<dyn Authorizer>,
+    /// The RBAC objects, for SelfSubjectRulesReview (None without RBAC).
+    pub rbac: Option<Arc<crate::auth::rbac::RbacStore>>,
 }
 
 /// Whether `request` is a create of one of the review resources.
@@ -104,12 +106,7 @@ where
             };
             access_review(reviewers, &subject, spec)?
         }
-        // Rules cannot be listed from an opaque authorizer chain: say so, as upstream does
-        // for authorizers without a rule resolver.
-        _ => json!({
-            "resourceRules": [], "nonResourceRules": [], "incomplete": true,
-            "evaluationError": "the authorizer does not support listing rules",
-        }),
+        _ => rules_review(reviewers, &requester, &review),
     };
     let map = review
         .as_object_mut()
@@ -158,6 +155,19 @@ async fn token_review(reviewers: &Reviewers, review: &Value) -> Value {
             "audiences": found.audiences,
         }),
         Err(err) => json!({"authenticated": false, "user": {}, "error": err.to_string()}),
+    }
+}
+
+/// The rules RBAC grants the requester in the review's namespace. Without RBAC the chain is
+/// opaque, and upstream says so the same way (`incomplete`).
+fn rules_review(reviewers: &Reviewers, user: &UserInfo, review: &Value) -> Value {
+    let namespace = review["spec"]["namespace"].as_str().unwrap_or_default();
+    match &reviewers.rbac {
+        Some(rbac) => crate::auth::rbac::rules_review_status(rbac, user, namespace),
+        None => json!({
+            "resourceRules": [], "nonResourceRules": [], "incomplete": true,
+            "evaluationError": "the authorizer does not support listing rules",
+        }),
     }
 }
 

@@ -5,6 +5,7 @@
 pub mod authenticator;
 pub mod authorizer;
 pub mod bootstrap_token;
+pub mod impersonation;
 pub mod service_account;
 pub mod token_file;
 pub mod user;

@@ -9,6 +9,8 @@ use http::{Request, Response, header};
 use tower::{Layer, Service};
 
 use crate::http::auth::authenticator::Authenticator;
+use crate::http::auth::authorizer::Authorizer;
+use crate::http::auth::impersonation;
 use crate::http::auth::user::UserInfo;
 use crate::http::response::Body;
 use crate::http::status::ApiError;
@@ -17,12 +19,23 @@ use crate::http::status::ApiError;
 #[derive(Clone)]
 pub struct AuthenticationLayer {
     authenticator: Arc<Authenticator>,
+    /// Who may impersonate whom; None leaves impersonation headers unanswered (tests).
+    impersonation: Option<Arc<dyn Authorizer>>,
 }
 
 impl AuthenticationLayer {
     /// A layer authenticating with `authenticator`.
     pub fn new(authenticator: Arc<Authenticator>) -> Self {
-        AuthenticationLayer { authenticator }
+        AuthenticationLayer {
+            authenticator,
+            impersonation: None,
+        }
+    }
+
+    /// Honours impersonation headers for users `authorizer` lets `impersonate`.
+    pub fn with_impersonation(mut self, authorizer: Arc<dyn Authorizer>) -> Self {
+        self.impersonation = Some(authorizer);
+        self
     }
 }
 
@@ -32,6 +45,7 @@ impl<S> Layer<S> for AuthenticationLayer {
         Authentication {
             inner,
             authenticator: self.authenticator.clone(),
+            impersonation: self.impersonation.clone(),
         }
     }
 }
@@ -41,6 +55,7 @@ impl<S> Layer<S> for AuthenticationLayer {
 pub struct Authentication<S> {
     inner: S,
     authenticator: Arc<Authenticator>,
+    impersonation: Option<Arc<dyn Authorizer>>,
 }
 
 impl<S, B> Service<Request<B>> for Authentication<S>
@@ -63,14 +78,25 @@ where
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
         let authenticator = self.authenticator.clone();
+        let impersonation = self.impersonation.clone();
         async move {
             let certificate_user = certificate_user(req.extensions());
             match authenticator
                 .authenticate(req.headers(), certificate_user)
                 .await
             {
-                Ok(user) => {
+                Ok(mut user) => {
                     req.headers_mut().remove(header::AUTHORIZATION);
+                    if let Some(authorizer) = &impersonation
+                        && impersonation::requested(req.headers())
+                    {
+                        match impersonation::impersonate(authorizer.as_ref(), &user, req.headers())
+                        {
+                            Ok(acting) => user = acting,
+                            Err(err) => return Ok(err.into_response()),
+                        }
+                        strip_impersonation_headers(req.headers_mut());
+                    }
                     req.extensions_mut().insert::<UserInfo>(user);
                     inner.call(req).await
                 }
@@ -87,4 +113,16 @@ where
 /// The user of the request's client certificate (verified in the TLS handshake), if any.
 fn certificate_user(_extensions: &http::Extensions) -> Option<UserInfo> {
     None
+}
+
+/// Handlers must not see the headers of an impersonation already applied.
+fn strip_impersonation_headers(headers: &mut http::HeaderMap) {
+    let names: Vec<_> = headers
+        .keys()
+        .filter(|k| k.as_str().starts_with("impersonate-"))
+        .cloned()
+        .collect();
+    for name in names {
+        headers.remove(name);
+    }
 }

@@ -1,0 +1,1 @@
+//! TokenRequest (`serviceaccounts/token`), being written.
