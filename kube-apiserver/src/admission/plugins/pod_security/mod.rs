@@ -1,5 +1,8 @@
 //! The `PodSecurity` admission plugin (being written).
 
+pub mod checks;
+pub mod levels;
+
 use crate::admission::Plugin;
 use async_trait::async_trait;
 
