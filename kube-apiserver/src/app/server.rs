@@ -16,7 +16,7 @@ use crate::storage::etcd::EtcdBackend;
 use anyhow::Context;
 use component_base::debug::DebugHandlers;
 use component_base::healthz::HealthCheck;
-use component_base::serving::{serve, tls_config};
+use component_base::serving::{serve, tls_config_with};
 use component_base::signals::shutdown_on_signals;
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -89,7 +89,16 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         .secure_serving
         .listen_addr()
         .context("the apiserver needs --secure-port")?;
-    let tls = tls_config(config.secure_serving.serving_cert(CERT_PAIR_NAME)?)?;
+    let mut tls_settings = config.secure_serving.tls_settings()?;
+    if let Some(ca) = &config.client_ca_file {
+        let pem = std::fs::read(ca)
+            .with_context(|| format!("reading --client-ca-file {}", ca.display()))?;
+        tls_settings = tls_settings.with_client_ca_pem(&pem, &ca.display().to_string())?;
+    }
+    let tls = tls_config_with(
+        config.secure_serving.serving_cert(CERT_PAIR_NAME)?,
+        &tls_settings,
+    )?;
     let listener = TcpListener::bind(addr)
         .await
         .with_context(|| format!("failed to listen on {addr}"))?;

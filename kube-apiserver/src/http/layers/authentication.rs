@@ -10,8 +10,8 @@ use tower::{Layer, Service};
 
 use crate::http::auth::authenticator::Authenticator;
 use crate::http::auth::authorizer::Authorizer;
-use crate::http::auth::impersonation;
 use crate::http::auth::user::UserInfo;
+use crate::http::auth::{impersonation, x509};
 use crate::http::response::Body;
 use crate::http::status::ApiError;
 
@@ -80,7 +80,7 @@ where
         let authenticator = self.authenticator.clone();
         let impersonation = self.impersonation.clone();
         async move {
-            let certificate_user = certificate_user(req.extensions());
+            let certificate_user = x509::user_from_extensions(req.extensions());
             match authenticator
                 .authenticate(req.headers(), certificate_user)
                 .await
@@ -108,11 +108,6 @@ where
         }
         .boxed()
     }
-}
-
-/// The user of the request's client certificate (verified in the TLS handshake), if any.
-fn certificate_user(_extensions: &http::Extensions) -> Option<UserInfo> {
-    None
 }
 
 /// Handlers must not see the headers of an impersonation already applied.
