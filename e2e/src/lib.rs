@@ -6,6 +6,7 @@ pub mod daemon;
 pub mod etcd;
 pub mod https;
 pub mod kubectl;
+pub mod pki;
 pub mod python;
 
 use std::path::PathBuf;
