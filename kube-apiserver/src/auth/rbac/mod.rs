@@ -13,6 +13,8 @@ pub mod rule;
 pub mod rules_review;
 pub mod state;
 pub mod sync;
+#[cfg(test)]
+mod test_support;
 pub mod write_check;
 
 pub use authorizer::{

@@ -176,3 +176,147 @@ fn decode(kind: RbacKind, value: &Value) -> Option<RbacObject> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Instant;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::auth::rbac::test_support::test_state;
+
+    async fn eventually(what: &str, mut done: impl FnMut() -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !done() {
+            assert!(Instant::now() < deadline, "timed out waiting until {what}");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    #[tokio::test]
+    async fn follows_writes_to_the_store() {
+        let t = test_state().await;
+        let state = t.state.clone();
+        let cluster_roles = state.store(GROUP, VERSION, "clusterroles").unwrap();
+        let role_bindings = state.store(GROUP, VERSION, "rolebindings").unwrap();
+        cluster_roles
+            .create(
+                None,
+                json!({
+                    "apiVersion": "rbac.authorization.k8s.io/v1",
+                    "kind": "ClusterRole",
+                    "metadata": {"name": "reader"},
+                    "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}],
+                }),
+            )
+            .await
+            .unwrap();
+        let namespaces = state.store("", "v1", "namespaces").unwrap();
+        namespaces
+            .create(
+                None,
+                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns1"}}),
+            )
+            .await
+            .unwrap();
+        // Written before start: in the initial load, which start waits for.
+        let cached = state
+            .entry(GROUP, VERSION, "clusterroles")
+            .unwrap()
+            .cacher
+            .clone();
+        eventually("the cache has the role", || {
+            cached.get("/registry/clusterroles/reader").is_some()
+        })
+        .await;
+        let rbac = Arc::new(RbacStore::default());
+        start(state.clone(), rbac.clone(), t.shutdown.clone())
+            .await
+            .unwrap();
+        assert!(rbac.snapshot().cluster_role("reader").is_some());
+
+        let binding = json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": {"name": "b", "namespace": "ns1"},
+            "roleRef": {"apiGroup": GROUP, "kind": "ClusterRole", "name": "reader"},
+            "subjects": [{"apiGroup": GROUP, "kind": "User", "name": "u"}],
+        });
+        role_bindings.create(Some("ns1"), binding).await.unwrap();
+        eventually("the binding is seen", || {
+            rbac.snapshot()
+                .role_bindings("ns1")
+                .any(|b| b.metadata.name.as_deref() == Some("b"))
+        })
+        .await;
+
+        role_bindings
+            .delete(Some("ns1"), "b", &crate::registry::DeleteOptions::default())
+            .await
+            .unwrap();
+        eventually("the binding is gone", || {
+            rbac.snapshot().role_bindings("ns1").next().is_none()
+        })
+        .await;
+        // The role itself is untouched by binding events.
+        assert!(rbac.snapshot().cluster_role("reader").is_some());
+    }
+
+    /// A watch that ends is re-opened from the cache, and that kind's objects are replaced
+    /// with what the cache holds: an object deleted while no watch was open goes away.
+    #[tokio::test]
+    async fn a_watch_that_ends_is_reopened_and_relisted() {
+        use api_types::k8s_openapi::api::rbac::v1::ClusterRole;
+        use api_types::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+        let t = test_state().await;
+        let cluster_roles = t.state.store(GROUP, VERSION, "clusterroles").unwrap();
+        let role = |name: &str| {
+            json!({
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "ClusterRole",
+                "metadata": {"name": name},
+            })
+        };
+        cluster_roles.create(None, role("kept")).await.unwrap();
+        let cacher = t
+            .state
+            .entry(GROUP, VERSION, "clusterroles")
+            .unwrap()
+            .cacher
+            .clone();
+        eventually("the cache has the role", || {
+            cacher.get("/registry/clusterroles/kept").is_some()
+        })
+        .await;
+        let stale = RbacObject::ClusterRole(ClusterRole {
+            metadata: ObjectMeta {
+                name: Some("stale".into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        });
+        let rbac = Arc::new(RbacStore::new([stale]));
+        let (ended, events) = mpsc::channel(1);
+        drop(ended);
+        tokio::spawn(follow(
+            cacher,
+            RbacKind::ClusterRole,
+            events,
+            rbac.clone(),
+            t.shutdown.clone(),
+        ));
+        eventually("the relist replaced the stale role", || {
+            let s = rbac.snapshot();
+            s.cluster_role("stale").is_none() && s.cluster_role("kept").is_some()
+        })
+        .await;
+        // And the new watch goes on.
+        cluster_roles.create(None, role("later")).await.unwrap();
+        eventually("the new watch delivers", || {
+            rbac.snapshot().cluster_role("later").is_some()
+        })
+        .await;
+    }
+}

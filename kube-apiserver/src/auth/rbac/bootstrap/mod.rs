@@ -212,3 +212,136 @@ const READ_WRITE: &[&str] = &[
 ];
 /// What components do to events.
 const EVENT_WRITE: &[&str] = &["create", "patch", "update"];
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::*;
+
+    const CONTROLLERS: &[&str] = &[
+        "attachdetach-controller",
+        "certificate-controller",
+        "clusterrole-aggregation-controller",
+        "cronjob-controller",
+        "daemon-set-controller",
+        "deployment-controller",
+        "disruption-controller",
+        "endpoint-controller",
+        "endpointslice-controller",
+        "endpointslicemirroring-controller",
+        "ephemeral-volume-controller",
+        "expand-controller",
+        "generic-garbage-collector",
+        "horizontal-pod-autoscaler",
+        "job-controller",
+        "legacy-service-account-token-cleaner",
+        "namespace-controller",
+        "node-controller",
+        "persistent-volume-binder",
+        "pod-garbage-collector",
+        "pv-protection-controller",
+        "pvc-protection-controller",
+        "replicaset-controller",
+        "replication-controller",
+        "resourcequota-controller",
+        "root-ca-cert-publisher",
+        "route-controller",
+        "service-account-controller",
+        "service-cidrs-controller",
+        "service-controller",
+        "statefulset-controller",
+        "ttl-after-finished-controller",
+        "ttl-controller",
+        "validatingadmissionpolicy-status-controller",
+    ];
+
+    fn marked(meta: &ObjectMeta) -> bool {
+        let label = meta
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(BOOTSTRAPPING_LABEL.0));
+        let annotation = meta
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(AUTOUPDATE_ANNOTATION.0));
+        label.map(String::as_str) == Some(BOOTSTRAPPING_LABEL.1)
+            && annotation.map(String::as_str) == Some(AUTOUPDATE_ANNOTATION.1)
+    }
+
+    #[test]
+    fn policy_counts_and_marks() {
+        let roles = bootstrap_cluster_roles();
+        let names: BTreeSet<&str> = roles
+            .iter()
+            .map(|r| r.metadata.name.as_deref().unwrap())
+            .collect();
+        assert_eq!(names.len(), roles.len(), "duplicate names");
+        // Upstream's 25 component and user-facing roles, 6 of the aggregated family, and the
+        // controllers.
+        assert_eq!(roles.len(), 25 + 6 + CONTROLLERS.len());
+        for c in CONTROLLERS {
+            assert!(
+                names.contains(format!("system:controller:{c}").as_str()),
+                "{c}"
+            );
+        }
+        for certificates in [
+            "certificatesigningrequests:nodeclient",
+            "certificatesigningrequests:selfnodeclient",
+            "kube-apiserver-client-approver",
+            "kube-apiserver-client-kubelet-approver",
+            "kubelet-serving-approver",
+            "legacy-unknown-approver",
+        ] {
+            let name = format!("system:certificates.k8s.io:{certificates}");
+            assert!(names.contains(name.as_str()), "{name}");
+        }
+        let bindings = bootstrap_cluster_role_bindings();
+        assert_eq!(bindings.len(), 12 + CONTROLLERS.len());
+        for b in &bindings {
+            assert!(
+                names.contains(b.role_ref.name.as_str()),
+                "{:?}",
+                b.metadata.name
+            );
+            assert!(marked(&b.metadata));
+        }
+        let node = bindings
+            .iter()
+            .find(|b| b.metadata.name.as_deref() == Some("system:node"))
+            .unwrap();
+        assert_eq!(node.subjects.as_deref(), Some(&[][..]));
+        let gc = bindings
+            .iter()
+            .find(|b| {
+                b.metadata.name.as_deref() == Some("system:controller:generic-garbage-collector")
+            })
+            .unwrap();
+        assert_eq!(
+            gc.subjects.as_deref().unwrap(),
+            &[subject(
+                "ServiceAccount",
+                "generic-garbage-collector",
+                Some("kube-system")
+            )]
+        );
+        assert!(roles.iter().all(|r| marked(&r.metadata)));
+
+        let ns_roles = bootstrap_roles();
+        let ns_bindings = bootstrap_role_bindings();
+        assert_eq!((ns_roles.len(), ns_bindings.len()), (7, 7));
+        for b in &ns_bindings {
+            assert!(marked(&b.metadata));
+            assert!(
+                ns_roles
+                    .iter()
+                    .any(|r| r.metadata.namespace == b.metadata.namespace
+                        && r.metadata.name.as_deref() == Some(b.role_ref.name.as_str())),
+                "{:?}",
+                b.metadata.name
+            );
+        }
+        assert!(ns_roles.iter().all(|r| marked(&r.metadata)));
+    }
+}
