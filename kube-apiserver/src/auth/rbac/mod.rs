@@ -1,6 +1,9 @@
 //! Role-based access control, as upstream's `plugin/pkg/auth/authorizer/rbac`: an authorizer
 //! answering from an in-memory, atomically swapped snapshot of Roles, ClusterRoles and their
-//! bindings; ClusterRole aggregation; the bootstrap policy; and the escalation check.
+//! bindings; ClusterRole aggregation; the bootstrap policy and its start-up reconciliation
+//! (`reconcile`); the watch that keeps the snapshot current (`sync`); the escalation and bind
+//! checks on RBAC writes (`write_check`); and the rules a `SelfSubjectRulesReview` lists
+//! (`rules_review`).
 //!
 //! RBAC only ever allows or has no opinion: a request no rule grants gets `NoOpinion`, so the
 //! next authorizer in a union (or the 403) decides.
