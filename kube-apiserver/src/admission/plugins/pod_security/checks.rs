@@ -119,7 +119,7 @@ fn bool_field(v: &Value, key: &str) -> Option<bool> {
     field(v, key).and_then(Value::as_bool)
 }
 
-fn strings<'a>(v: Option<&'a Value>) -> impl Iterator<Item = &'a str> {
+fn strings(v: Option<&Value>) -> impl Iterator<Item = &str> {
     v.and_then(Value::as_array)
         .into_iter()
         .flatten()
