@@ -7,11 +7,14 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use async_trait::async_trait;
+use base64::Engine;
 use serde_json::Value;
+use x509_parser::certification_request::X509CertificationRequest;
+use x509_parser::prelude::FromDer;
 
 use crate::admission::{Attributes, Operation, Plugin, forbidden, object_name};
 use crate::auth::node::graph::{is_mirror_pod, pod_references};
-use crate::auth::node::{NODE_LEASE_NAMESPACE, node_identity};
+use crate::auth::node::{NODE_LEASE_NAMESPACE, NODE_USER_PREFIX, node_identity};
 use crate::http::status::{ApiError, go_quote};
 use crate::registry::lookup::ObjectLookup;
 use crate::rest::state::ApiState;
@@ -123,6 +126,7 @@ pub fn check(
         ("coordination.k8s.io", "leases") => c.lease(),
         ("storage.k8s.io", "csinodes") => c.csi_node(),
         ("resource.k8s.io", "resourceslices") => c.resource_slice(),
+        ("certificates.k8s.io", "certificatesigningrequests") => c.csr(),
         _ => Ok(()),
     };
     result.map_err(|r| match r {
@@ -523,6 +527,28 @@ impl Check<'_> {
         Ok(())
     }
 
+    fn csr(&self) -> Checked {
+        if self.attrs.operation != Operation::Create {
+            return Ok(());
+        }
+        if !KUBELET_SIGNERS.contains(&str_at(self.object, "/spec/signerName")) {
+            return Ok(());
+        }
+        // `request` is PEM bytes, base64 in JSON.
+        let pem_bytes = base64::engine::general_purpose::STANDARD
+            .decode(str_at(self.object, "/spec/request"))
+            .unwrap_or_default();
+        let cn = csr_common_name(&pem_bytes)
+            .map_err(|e| Refusal::Forbidden(format!("unable to parse csr: {e}")))?;
+        if cn != format!("{NODE_USER_PREFIX}{}", self.node) {
+            return refuse(format!(
+                "can only create a node CSR with CN={NODE_USER_PREFIX}{}",
+                self.node
+            ));
+        }
+        Ok(())
+    }
+
     /// The name the write is about: the new object's on create (the authorizer could not
     /// see it), the request's otherwise.
     fn target_name(&self) -> &str {
@@ -564,6 +590,32 @@ impl Check<'_> {
             _ => Ok(()),
         }
     }
+}
+
+/// The signers whose certificates carry a kubelet's identity: a node may only ask them for
+/// its own name.
+const KUBELET_SIGNERS: &[&str] = &[
+    "kubernetes.io/kubelet-serving",
+    "kubernetes.io/kube-apiserver-client-kubelet",
+];
+
+/// The subject common name of a PEM certificate request (the last CN, as Go's `pkix.Name`
+/// keeps it), or why it cannot be read.
+pub fn csr_common_name(pem_bytes: &[u8]) -> Result<String, String> {
+    let block = pem::parse(pem_bytes)
+        .ok()
+        .filter(|b| b.tag() == "CERTIFICATE REQUEST")
+        .ok_or_else(|| "PEM block type must be CERTIFICATE REQUEST".to_string())?;
+    let (_, csr) = X509CertificationRequest::from_der(block.contents())
+        .map_err(|e| format!("x509: malformed certificate request: {e}"))?;
+    Ok(csr
+        .certification_request_info
+        .subject
+        .iter_common_name()
+        .filter_map(|cn| cn.as_str().ok())
+        .last()
+        .unwrap_or_default()
+        .to_string())
 }
 
 /// The keys whose presence or value differs between `a` and `b`.
@@ -645,8 +697,8 @@ fn changed_fields(a: &Value, b: &Value, path: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::auth::node::NODES_GROUP;
     use crate::auth::node::graph::fake::FakeLookup;
-    use crate::auth::node::{NODE_USER_PREFIX, NODES_GROUP};
     use crate::http::auth::user::UserInfo;
     use api_types::registry::by_group_resource;
     use serde_json::json;
@@ -1014,6 +1066,47 @@ mod tests {
         assert!(message(check(&pvc, Some(&relabeled), Some(&old), &l)).ends_with(
             "node \"n1\" is not allowed to update fields other than status.quantity and status.conditions: metadata.labels"
         ));
+    }
+
+    #[test]
+    fn kubelet_csrs_only_for_own_name() {
+        let l = lookup();
+        let a = attrs(
+            Operation::Create,
+            "certificates.k8s.io",
+            "certificatesigningrequests",
+            "",
+            "",
+            "csr-1",
+        );
+        let csr = |cn: &str, signer: &str| {
+            let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+            let mut params = rcgen::CertificateParams::default();
+            params.distinguished_name = rcgen::DistinguishedName::new();
+            params
+                .distinguished_name
+                .push(rcgen::DnType::CommonName, cn);
+            let pem = params.serialize_request(&key).unwrap().pem().unwrap();
+            json!({"metadata": {"name": "csr-1"}, "spec": {
+                "signerName": signer,
+                "request": base64::engine::general_purpose::STANDARD.encode(pem)
+            }})
+        };
+        let serving = "kubernetes.io/kubelet-serving";
+        assert!(check(&a, Some(&csr("system:node:n1", serving)), None, &l).is_ok());
+        assert_eq!(
+            message(check(&a, Some(&csr("system:node:n2", serving)), None, &l)),
+            "certificatesigningrequests.certificates.k8s.io \"csr-1\" is forbidden: can only create a node CSR with CN=system:node:n1"
+        );
+        let client = "kubernetes.io/kube-apiserver-client-kubelet";
+        assert!(check(&a, Some(&csr("system:node:n2", client)), None, &l).is_err());
+        let other = "example.com/signer";
+        assert!(check(&a, Some(&csr("anything", other)), None, &l).is_ok());
+        let garbage = json!({"spec": {"signerName": serving, "request": "bm9wZQ=="}});
+        assert!(
+            message(check(&a, Some(&garbage), None, &l))
+                .ends_with("unable to parse csr: PEM block type must be CERTIFICATE REQUEST")
+        );
     }
 
     #[test]
