@@ -79,6 +79,8 @@ pub struct Webhook {
     pub timeout: Duration,
     /// `reinvocationPolicy: IfNeeded` (mutating only).
     pub reinvoke_if_needed: bool,
+    /// `admissionReviewVersions`, in the webhook's order of preference.
+    pub review_versions: Vec<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -115,6 +117,7 @@ struct RawWebhook {
     side_effects: Option<String>,
     timeout_seconds: Option<i64>,
     reinvocation_policy: Option<String>,
+    admission_review_versions: Option<Vec<String>>,
 }
 
 /// v1's default and upper bound of `timeoutSeconds`.
@@ -176,6 +179,11 @@ impl Webhook {
             side_effects: raw.side_effects,
             timeout: Duration::from_secs(timeout.unsigned_abs()),
             reinvoke_if_needed: raw.reinvocation_policy.as_deref() == Some("IfNeeded"),
+            // Required in v1; an object stored without it predates v1, where v1beta1 was the
+            // only version.
+            review_versions: raw
+                .admission_review_versions
+                .unwrap_or_else(|| vec!["v1beta1".to_string()]),
         }
     }
 }
@@ -246,6 +254,7 @@ mod tests {
         assert!(hook.namespace_selector.is_empty());
         assert!(hook.object_selector.is_empty());
         assert_eq!(hook.ca_bundle, None);
+        assert_eq!(hook.review_versions, ["v1beta1"]);
     }
 
     #[test]

@@ -54,16 +54,17 @@ async fn call(
             }
         }
     }
+    let version = review::pick_version(&hook.review_versions).map_err(CallError::Calling)?;
     let uid = uuid::Uuid::new_v4().to_string();
     let failed_call = |e: String| CallError::Calling(format!("failed to call webhook: {e}"));
     let target = client::resolve(&hook.endpoint, hook.timeout, lookup).map_err(failed_call)?;
-    let body = serde_json::to_vec(&review::request(attrs, object, old, &uid))
+    let body = serde_json::to_vec(&review::request(attrs, object, old, &uid, version))
         .map_err(|e| failed_call(e.to_string()))?;
     let answer = client
         .post(&target, hook.ca_bundle.as_deref(), body, hook.timeout)
         .await
         .map_err(failed_call)?;
-    let response = review::parse_response(&answer, &uid, mutating)
+    let response = review::parse_response(&answer, &uid, mutating, version)
         .map_err(|e| CallError::Calling(format!("received invalid webhook response: {e}")))?;
     // Upstream hands these to the client as `Warning` headers; the admission interface has
     // no way to reach the response yet.

@@ -8,12 +8,27 @@ use base64::Engine;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-/// The request sent to a webhook.
+/// The AdmissionReview versions we speak, newest first.
+pub const VERSIONS: [&str; 2] = ["v1", "v1beta1"];
+
+/// The first version of the webhook's list we speak, as upstream picks it.
+pub fn pick_version(accepted: &[String]) -> Result<&'static str, String> {
+    accepted
+        .iter()
+        .find_map(|v| VERSIONS.iter().find(|known| *known == v).copied())
+        .ok_or_else(|| {
+            "could not create admission objects: webhook does not accept known AdmissionReview versions (v1, v1beta1)".to_string()
+        })
+}
+
+/// The request sent to a webhook, as AdmissionReview `review_version` (v1 and v1beta1 share
+/// the shape).
 pub fn request(
     attrs: &Attributes,
     object: Option<&Value>,
     old: Option<&Value>,
     uid: &str,
+    review_version: &str,
 ) -> Value {
     let resource = attrs.resource;
     // A subresource may carry another kind (pods/binding is a Binding, */scale an
@@ -75,8 +90,9 @@ pub fn request(
     if let Some(options) = options(attrs) {
         req.insert("options".into(), options);
     }
+    let api_version = format!("admission.k8s.io/{review_version}");
     json!({
-        "apiVersion": "admission.k8s.io/v1",
+        "apiVersion": api_version,
         "kind": "AdmissionReview",
         "request": req,
     })
@@ -133,31 +149,39 @@ struct RawResponse {
     warnings: Vec<String>,
 }
 
-/// Reads and checks a webhook's answer to the review of `uid`, as upstream's
-/// `VerifyAdmissionResponse`; the error is the reason after `received invalid webhook
-/// response: `.
-pub fn parse_response(body: &[u8], uid: &str, mutating: bool) -> Result<Response, String> {
+/// Reads and checks a webhook's answer to the review of `uid` sent as `version`, as
+/// upstream's `VerifyAdmissionResponse`; the error is the reason after `received invalid
+/// webhook response: `. v1beta1 answers keep their historical leniency: neither the uid nor
+/// the kind is checked.
+pub fn parse_response(
+    body: &[u8],
+    uid: &str,
+    mutating: bool,
+    version: &str,
+) -> Result<Response, String> {
     let review: RawReview = serde_json::from_slice(body).map_err(|e| e.to_string())?;
     let Some(r) = review.response else {
         return Err("webhook response was absent".to_string());
     };
-    if r.uid != uid {
-        return Err(format!(
-            "expected response.uid=\"{uid}\", got \"{}\"",
-            r.uid
-        ));
-    }
-    if review.api_version != "admission.k8s.io/v1" || review.kind != "AdmissionReview" {
-        // Go prints a group-version-kind as `group/version, Kind=kind`, the group possibly
-        // empty.
-        let got = if review.api_version.contains('/') {
-            format!("{}, Kind={}", review.api_version, review.kind)
-        } else {
-            format!("/{}, Kind={}", review.api_version, review.kind)
-        };
-        return Err(format!(
-            "expected webhook response of admission.k8s.io/v1, Kind=AdmissionReview, got {got}"
-        ));
+    if version == "v1" {
+        if r.uid != uid {
+            return Err(format!(
+                "expected response.uid=\"{uid}\", got \"{}\"",
+                r.uid
+            ));
+        }
+        if review.api_version != "admission.k8s.io/v1" || review.kind != "AdmissionReview" {
+            // Go prints a group-version-kind as `group/version, Kind=kind`, the group
+            // possibly empty.
+            let got = if review.api_version.contains('/') {
+                format!("{}, Kind={}", review.api_version, review.kind)
+            } else {
+                format!("/{}, Kind={}", review.api_version, review.kind)
+            };
+            return Err(format!(
+                "expected webhook response of admission.k8s.io/v1, Kind=AdmissionReview, got {got}"
+            ));
+        }
     }
     let patch = r.patch.filter(|p| !p.is_empty());
     let patch_type = r.patch_type.filter(|p| !p.is_empty());
@@ -259,7 +283,7 @@ mod tests {
         a.dry_run = true;
         let new = json!({"metadata": {"name": "p"}, "status": {"phase": "Running"}});
         let old = json!({"metadata": {"name": "p"}});
-        let r = request(&a, Some(&new), Some(&old), "uid-1");
+        let r = request(&a, Some(&new), Some(&old), "uid-1", "v1");
         assert_eq!(r["apiVersion"], "admission.k8s.io/v1");
         let req = &r["request"];
         assert_eq!(req["uid"], "uid-1");
@@ -289,13 +313,14 @@ mod tests {
         );
 
         let scale = attrs(Operation::Update, "apps", "deployments", "scale", "ns", "d");
-        let r = request(&scale, None, None, "u");
+        let r = request(&scale, None, None, "u", "v1");
         assert_eq!(
             r["request"]["kind"],
             json!({"group": "autoscaling", "version": "v1", "kind": "Scale"})
         );
         let ns = attrs(Operation::Delete, "", "namespaces", "", "", "team");
-        let r = request(&ns, None, None, "u");
+        let r = request(&ns, None, None, "u", "v1beta1");
+        assert_eq!(r["apiVersion"], "admission.k8s.io/v1beta1");
         assert_eq!(r["request"]["namespace"], "team");
         assert_eq!(r["request"]["object"], Value::Null);
         assert_eq!(r["request"]["options"]["kind"], "DeleteOptions");
@@ -303,7 +328,12 @@ mod tests {
 
     #[test]
     fn responses_are_verified() {
-        let ok = parse_response(&review(json!({"uid": "u", "allowed": true})), "u", false);
+        let ok = parse_response(
+            &review(json!({"uid": "u", "allowed": true})),
+            "u",
+            false,
+            "v1",
+        );
         assert!(ok.unwrap().allowed);
         let cases = [
             (
@@ -344,12 +374,24 @@ mod tests {
         ];
         for (body, mutating, want) in cases {
             assert_eq!(
-                parse_response(&body, "u", mutating).unwrap_err(),
+                parse_response(&body, "u", mutating, "v1").unwrap_err(),
                 want,
                 "{}",
                 String::from_utf8_lossy(&body)
             );
         }
+    }
+
+    #[test]
+    fn versions_are_picked_in_the_webhook_order() {
+        let v = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        assert_eq!(pick_version(&v(&["v2", "v1beta1", "v1"])), Ok("v1beta1"));
+        assert_eq!(pick_version(&v(&["v1"])), Ok("v1"));
+        assert!(pick_version(&v(&["v2"])).is_err());
+        // v1beta1 answers are not checked for their uid and kind.
+        let lax = br#"{"response":{"uid":"other","allowed":true}}"#;
+        assert!(parse_response(lax, "u", false, "v1beta1").unwrap().allowed);
+        assert!(parse_response(lax, "u", false, "v1").is_err());
     }
 
     #[test]

@@ -130,6 +130,7 @@ fn hook(name: &str, server: &Server, path: &str, extra: Value) -> Value {
         },
         "rules": all_rules(),
         "sideEffects": "None",
+        "admissionReviewVersions": ["v1"],
     });
     hook.as_object_mut()
         .unwrap()
@@ -289,6 +290,7 @@ async fn a_mutating_webhook_behind_a_service_patches_the_object() {
             },
             "rules": all_rules(),
             "sideEffects": "None",
+            "admissionReviewVersions": ["v1"],
         })],
     );
     let mut object = pod();
@@ -390,7 +392,8 @@ async fn an_unreachable_webhook_fails_closed_or_open_by_policy() {
     let down = |policy: &str| {
         json!({"name": "down.example.com",
                "clientConfig": {"url": format!("https://127.0.0.1:{port}/x")},
-               "rules": all_rules(), "sideEffects": "None", "failurePolicy": policy})
+               "rules": all_rules(), "sideEffects": "None", "failurePolicy": policy,
+               "admissionReviewVersions": ["v1"]})
     };
     let plugin = ValidatingAdmissionWebhook::default();
     let fail = configs(
