@@ -429,4 +429,189 @@ mod tests {
         again["metadata"]["labels"]["b"] = json!("x");
         assert!(!significant_pod_update(&again, &debug));
     }
+
+    /// The plugin over a real state: namespaces read back from storage, refusals as Status.
+    mod through_the_state {
+        use super::*;
+        use crate::http::auth::user::UserInfo;
+        use crate::registry::services::{Ipv4Cidr, ServiceAllocator};
+        use crate::storage::backend::Backend;
+        use crate::storage::embedded::EmbeddedBackend;
+        use std::sync::Arc;
+        use tokio_util::sync::CancellationToken;
+
+        struct Fixture {
+            state: Arc<ApiState>,
+            shutdown: CancellationToken,
+            _dir: tempfile::TempDir,
+        }
+
+        impl Drop for Fixture {
+            fn drop(&mut self) {
+                self.shutdown.cancel();
+            }
+        }
+
+        async fn fixture(namespaces: &[(&str, Value)]) -> Fixture {
+            let dir = tempfile::tempdir().expect("temp dir");
+            let backend: Arc<dyn Backend> =
+                Arc::new(EmbeddedBackend::open(dir.path()).expect("embedded store"));
+            let services = Arc::new(ServiceAllocator::new(
+                backend.clone(),
+                Ipv4Cidr::parse("10.96.0.0/24").expect("cidr"),
+                30000..=30010,
+            ));
+            let shutdown = CancellationToken::new();
+            let state = ApiState::start(backend, services, shutdown.clone())
+                .await
+                .expect("state");
+            let store = state.store("", "v1", "namespaces").expect("namespaces");
+            for (name, labels) in namespaces {
+                store
+                    .create(
+                        None,
+                        json!({"apiVersion": "v1", "kind": "Namespace",
+                               "metadata": {"name": name, "labels": labels}}),
+                    )
+                    .await
+                    .expect("namespace");
+            }
+            Fixture {
+                state,
+                shutdown,
+                _dir: dir,
+            }
+        }
+
+        fn attrs(
+            op: Operation,
+            group: &str,
+            plural: &str,
+            sub: &str,
+            ns: &str,
+            name: &str,
+        ) -> Attributes {
+            Attributes {
+                operation: op,
+                resource: api_types::registry::by_group_resource(group, plural).expect("resource"),
+                subresource: sub.to_string(),
+                namespace: ns.to_string(),
+                name: name.to_string(),
+                user: UserInfo::default(),
+                dry_run: false,
+            }
+        }
+
+        fn bare_pod(name: &str) -> Value {
+            json!({"metadata": {"name": name}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}})
+        }
+
+        #[tokio::test]
+        async fn pods_are_refused_only_where_enforced() {
+            let f = fixture(&[
+                ("open", json!({})),
+                ("locked", json!({levels::ENFORCE_LEVEL_LABEL: "restricted"})),
+                ("warned", json!({levels::WARN_LEVEL_LABEL: "restricted"})),
+            ])
+            .await;
+            let plugin = PodSecurity::default();
+            let pod = bare_pod("p");
+            for ns in ["open", "warned"] {
+                let a = attrs(Operation::Create, "", "pods", "", ns, "p");
+                assert!(
+                    plugin
+                        .validate(&a, Some(&pod), None, &f.state)
+                        .await
+                        .is_ok(),
+                    "{ns}"
+                );
+            }
+            let a = attrs(Operation::Create, "", "pods", "", "locked", "p");
+            let err = plugin
+                .validate(&a, Some(&pod), None, &f.state)
+                .await
+                .expect_err("refused");
+            assert_eq!(err.code().as_u16(), 403);
+            assert_eq!(err.reason(), "Forbidden");
+            assert_eq!(
+                err.message(),
+                r#"pods "p" is forbidden: violates PodSecurity "restricted:latest": allowPrivilegeEscalation != false (container "c" must set securityContext.allowPrivilegeEscalation=false), unrestricted capabilities (container "c" must set securityContext.capabilities.drop=["ALL"]), runAsNonRoot != true (pod or container "c" must set securityContext.runAsNonRoot=true), seccompProfile (pod or container "c" must set securityContext.seccompProfile.type to "RuntimeDefault" or "Localhost")"#
+            );
+
+            // Status writes and label changes of an existing pod are not checked again...
+            let mut relabelled = pod.clone();
+            relabelled["metadata"]["labels"] = json!({"x": "y"});
+            let a = attrs(Operation::Update, "", "pods", "", "locked", "p");
+            assert!(
+                plugin
+                    .validate(&a, Some(&relabelled), Some(&pod), &f.state)
+                    .await
+                    .is_ok()
+            );
+            let a = attrs(Operation::Update, "", "pods", "status", "locked", "p");
+            assert!(
+                plugin
+                    .validate(&a, Some(&pod), Some(&pod), &f.state)
+                    .await
+                    .is_ok()
+            );
+            // ...but adding an ephemeral container is.
+            let mut debugged = pod.clone();
+            debugged["spec"]["ephemeralContainers"] = json!([{"name": "dbg", "image": "busybox"}]);
+            let a = attrs(
+                Operation::Update,
+                "",
+                "pods",
+                "ephemeralcontainers",
+                "locked",
+                "p",
+            );
+            assert!(
+                plugin
+                    .validate(&a, Some(&debugged), Some(&pod), &f.state)
+                    .await
+                    .is_err()
+            );
+
+            // Workloads are never refused, only warned about.
+            let deploy = json!({"metadata": {"name": "d"}, "spec": {"template": {
+                "metadata": {}, "spec": pod["spec"].clone()}}});
+            for ns in ["locked", "warned"] {
+                let a = attrs(Operation::Create, "apps", "deployments", "", ns, "d");
+                assert!(
+                    plugin
+                        .validate(&a, Some(&deploy), None, &f.state)
+                        .await
+                        .is_ok()
+                );
+            }
+        }
+
+        #[tokio::test]
+        async fn namespace_labels_are_validated() {
+            let f = fixture(&[]).await;
+            let plugin = PodSecurity::default();
+            let ns =
+                json!({"metadata": {"name": "n", "labels": {levels::ENFORCE_LEVEL_LABEL: "foo"}}});
+            let a = attrs(Operation::Create, "", "namespaces", "", "", "n");
+            let err = plugin
+                .validate(&a, Some(&ns), None, &f.state)
+                .await
+                .expect_err("invalid");
+            assert_eq!(err.code().as_u16(), 422);
+            assert_eq!(
+                err.message(),
+                r#"Namespace "n" is invalid: metadata.labels[pod-security.kubernetes.io/enforce]: Invalid value: "foo": must be one of privileged, baseline, restricted"#
+            );
+            let ok = json!({"metadata": {"name": "n", "labels": {levels::ENFORCE_LEVEL_LABEL: "baseline"}}});
+            assert!(plugin.validate(&a, Some(&ok), None, &f.state).await.is_ok());
+            // A pod in a namespace that does not exist cannot be judged.
+            let a = attrs(Operation::Create, "", "pods", "", "missing", "p");
+            let err = plugin
+                .validate(&a, Some(&bare_pod("p")), None, &f.state)
+                .await
+                .expect_err("no namespace");
+            assert_eq!(err.code().as_u16(), 500);
+        }
+    }
 }
