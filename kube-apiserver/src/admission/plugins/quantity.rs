@@ -186,7 +186,7 @@ impl Quantity {
         let magnitude = self.nanos.unsigned_abs();
         let mut format = self.format;
         if format == Format::BinarySi
-            && (magnitude < 1024 * NANO as u128 || magnitude % NANO as u128 != 0)
+            && (magnitude < 1024 * NANO as u128 || !magnitude.is_multiple_of(NANO as u128))
         {
             // Small or fractional binary amounts would need rounding in powers of 1024.
             format = Format::DecimalSi;
@@ -194,7 +194,7 @@ impl Quantity {
         if format == Format::BinarySi {
             let mut units = magnitude / NANO as u128;
             let mut power = 0;
-            while units % 1024 == 0 && power < 6 {
+            while units.is_multiple_of(1024) && power < 6 {
                 units /= 1024;
                 power += 1;
             }
@@ -203,7 +203,7 @@ impl Quantity {
         }
         let mut mantissa = magnitude;
         let mut exponent: i32 = -9;
-        while mantissa % 10 == 0 {
+        while mantissa.is_multiple_of(10) {
             mantissa /= 10;
             exponent += 1;
         }

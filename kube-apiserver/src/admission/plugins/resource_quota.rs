@@ -862,7 +862,7 @@ mod tests {
         );
         let p = pod(json!({"requests": {"memory": "256Mi"}}));
         assert_eq!(
-            assess(&Evaluator::Pods, &[q.clone()], &p, None).unwrap_err(),
+            assess(&Evaluator::Pods, std::slice::from_ref(&q), &p, None).unwrap_err(),
             "exceeded quota: compute, requested: pods=1, used: pods=2, limited: pods=2"
         );
         let p = pod(json!({"requests": {"memory": "1Gi"}}));
@@ -967,13 +967,25 @@ mod tests {
         let old = json!({"metadata": {"resourceVersion": "5"}, "spec": {"type": "NodePort", "ports": [{"port": 1}]}});
         let new = json!({"metadata": {"resourceVersion": "5"}, "spec": {"type": "NodePort", "ports": [{"port": 1}, {"port": 2}]}});
         assert_eq!(
-            assess(&Evaluator::Services, &[q.clone()], &new, Some(&old)).unwrap(),
+            assess(
+                &Evaluator::Services,
+                std::slice::from_ref(&q),
+                &new,
+                Some(&old)
+            )
+            .unwrap(),
             vec![(0, list(&[("services.nodeports", "1")]))]
         );
         let newer =
             json!({"spec": {"type": "NodePort", "ports": [{"port": 1}, {"port": 2}, {"port": 3}]}});
         assert_eq!(
-            assess(&Evaluator::Services, &[q.clone()], &newer, Some(&old)).unwrap_err(),
+            assess(
+                &Evaluator::Services,
+                std::slice::from_ref(&q),
+                &newer,
+                Some(&old)
+            )
+            .unwrap_err(),
             "exceeded quota: q, requested: services.nodeports=2, used: services.nodeports=2, limited: services.nodeports=3"
         );
         assert_eq!(
