@@ -101,11 +101,15 @@ impl Evaluator {
     }
 
     /// Whether a write can change usage: creates always; updates only where the spec can
-    /// grow what is counted (service type and ports, claim size).
-    pub fn handles(&self, operation: Operation) -> bool {
-        match operation {
-            Operation::Create => true,
-            Operation::Update => matches!(self, Evaluator::Services | Evaluator::Claims),
+    /// grow what is counted (service type and ports, claim size) or a pod moves between the
+    /// Terminating and NotTerminating scopes.
+    pub fn handles(&self, operation: Operation, object: &Value, old: Option<&Value>) -> bool {
+        match (operation, self) {
+            (Operation::Create, _) => true,
+            (Operation::Update, Evaluator::Services | Evaluator::Claims) => true,
+            (Operation::Update, Evaluator::Pods) => {
+                old.is_some_and(|old| is_terminating(old) != is_terminating(object))
+            }
             _ => false,
         }
     }
@@ -247,12 +251,13 @@ impl Evaluator {
                 let class = object["spec"]["priorityClassName"]
                     .as_str()
                     .unwrap_or_default();
-                let listed = scope.values.iter().any(|v| v == class);
+                // The class is matched as a label that a pod without one does not have.
+                let listed = !class.is_empty() && scope.values.iter().any(|v| v == class);
                 match scope.operator.as_str() {
                     "Exists" => !class.is_empty(),
                     "In" => listed,
                     "NotIn" => !listed,
-                    // The scope is always present as a (possibly empty) label.
+                    "DoesNotExist" => class.is_empty(),
                     _ => false,
                 }
             }
@@ -685,12 +690,12 @@ impl Plugin for ResourceQuota {
                 .release_usage(attrs, &evaluator, object, old, state)
                 .await;
         }
-        if !evaluator.handles(attrs.operation) {
-            return Ok(());
-        }
         let Some(object) = object else {
             return Ok(());
         };
+        if !evaluator.handles(attrs.operation, object, old) {
+            return Ok(());
+        }
         let quotas = quotas_of(state, &attrs.namespace);
         if quotas.is_empty() {
             return Ok(());
@@ -848,7 +853,10 @@ mod tests {
             ev.usage(&json!({})),
             list(&[("count/deployments.apps", "1")])
         );
-        assert!(!ev.handles(Operation::Update));
+        assert!(!ev.handles(Operation::Update, &json!({}), Some(&json!({}))));
+        let deadline = json!({"spec": {"activeDeadlineSeconds": 30}});
+        assert!(Evaluator::Pods.handles(Operation::Update, &deadline, Some(&json!({}))));
+        assert!(!Evaluator::Pods.handles(Operation::Update, &deadline, Some(&deadline)));
         let events = api_types::registry::by_group_resource("", "events").unwrap();
         assert!(Evaluator::for_resource(events).is_none());
     }
@@ -950,6 +958,14 @@ mod tests {
         let mut high = pod(json!({}));
         high["spec"]["priorityClassName"] = json!("high");
         assert!(assess(&Evaluator::Pods, &[by_class.clone()], &high, None).is_err());
+        let mut not_in = by_class.clone();
+        not_in.scopes[0].operator = "NotIn".into();
+        assert!(
+            assess(&Evaluator::Pods, &[not_in.clone()], &high, None)
+                .unwrap()
+                .is_empty()
+        );
+        assert!(assess(&Evaluator::Pods, &[not_in], &pod(json!({})), None).is_err());
         assert!(
             assess(&Evaluator::Pods, &[by_class], &pod(json!({})), None)
                 .unwrap()
