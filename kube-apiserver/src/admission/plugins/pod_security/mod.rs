@@ -171,16 +171,16 @@ impl PodSecurity {
     async fn namespace_labels(attrs: &Attributes, state: &ApiState) -> Result<Value, ApiError> {
         let lookup_failed =
             || ApiError::internal(format!("failed to lookup namespace {}", attrs.namespace));
-        let namespace = match state.get("", "namespaces", None, &attrs.namespace) {
-            Some(ns) => (*ns).clone(),
-            None => state
-                .store("", "v1", "namespaces")
-                .ok_or_else(lookup_failed)?
-                .get(None, &attrs.namespace)
-                .await
-                .map_err(|_| lookup_failed())?,
-        };
-        Ok(namespace["metadata"]["labels"].clone())
+        if let Some(ns) = state.get("", "namespaces", None, &attrs.namespace) {
+            return Ok(ns["metadata"]["labels"].clone());
+        }
+        let ns = state
+            .store("", "v1", "namespaces")
+            .ok_or_else(lookup_failed)?
+            .get(None, &attrs.namespace)
+            .await
+            .map_err(|_| lookup_failed())?;
+        Ok(ns["metadata"]["labels"].clone())
     }
 
     fn log_warnings(attrs: &Attributes, name: &str, warnings: &[String]) {
