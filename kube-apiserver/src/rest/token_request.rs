@@ -2,7 +2,9 @@
 //! kubelet's projected tokens call): a signed, expiring token for a service account, possibly
 //! bound to a pod, secret or node so that it dies with that object.
 
-use crate::http::auth::service_account::{BoundClaims, MIN_EXPIRATION_SECONDS, ObjectRef};
+use crate::http::auth::service_account::{
+    BoundClaims, MIN_EXPIRATION_SECONDS, ObjectRef, WARN_ONLY_BOUND_TOKEN_EXPIRATION_SECONDS,
+};
 use crate::http::auth::user::UserInfo;
 use crate::http::status::ApiError;
 use crate::rest::state::ApiState;
@@ -318,6 +320,17 @@ pub async fn serve(
     spec.expiration_seconds = signer.clamp_expiration(spec.expiration_seconds);
     claims.audiences = spec.audiences.clone();
     claims.expiration_seconds = spec.expiration_seconds;
+    // The kubelet's projected tokens live longer than asked (and are reported as stale after
+    // the asked lifetime) so that clients which never reload their token keep working; the
+    // answer still names the asked lifetime, so the kubelet refreshes on time.
+    if let Some(extended) = signer.extended_expiration()
+        && claims.pod.is_some()
+        && spec.expiration_seconds == WARN_ONLY_BOUND_TOKEN_EXPIRATION_SECONDS
+        && spec.audiences.iter().all(|a| default_audiences.contains(a))
+    {
+        claims.warn_after_seconds = Some(spec.expiration_seconds);
+        claims.expiration_seconds = extended;
+    }
     let issued = signer
         .issue(&claims)
         .map_err(|e| ApiError::internal(format!("failed to generate token: {e:#}")))?;
@@ -512,6 +525,7 @@ mod tests {
             Some(std::time::Duration::from_secs(86400)),
         )
         .expect("signer")
+        .with_extended_expiration(Some(86400))
     }
 
     fn requester() -> UserInfo {
@@ -618,6 +632,38 @@ mod tests {
         assert_eq!(claims["aud"], json!(["vault"]));
         assert_eq!(claims["kubernetes.io"]["pod"]["uid"], pod_uid.as_str());
         assert_eq!(claims["kubernetes.io"]["node"]["name"], "n1");
+
+        // The kubelet's projected token: a year, with a warning after the asked lifetime.
+        let projected = json!({"spec": {"expirationSeconds": 3607, "boundObjectRef":
+            {"kind": "Pod", "apiVersion": "v1", "name": "p"}}});
+        let response = serve(projected).await.expect("projected token");
+        let claims = claims_of(&response);
+        let iat = claims["iat"].as_i64().expect("iat");
+        assert_eq!(claims["exp"].as_i64(), Some(iat + 86400));
+        assert_eq!(
+            claims["kubernetes.io"]["warnafter"].as_i64(),
+            Some(iat + 3607)
+        );
+        assert_eq!(response["spec"]["expirationSeconds"], 3607);
+        let expires: jiff::Timestamp = response["status"]["expirationTimestamp"]
+            .as_str()
+            .expect("expiry")
+            .parse()
+            .expect("rfc3339");
+        assert!(expires.as_second() <= iat + 3607);
+        // Not for other audiences.
+        let response = serve(
+            json!({"spec": {"expirationSeconds": 3607, "audiences": ["vault"],
+            "boundObjectRef": {"kind": "Pod", "apiVersion": "v1", "name": "p"}}}),
+        )
+        .await
+        .expect("token");
+        let claims = claims_of(&response);
+        assert_eq!(
+            claims["exp"].as_i64(),
+            Some(claims["iat"].as_i64().expect("iat") + 3607)
+        );
+        assert!(claims["kubernetes.io"].get("warnafter").is_none());
 
         let err = serve(bound("other-uid")).await.expect_err("uid mismatch");
         assert_eq!(err.code(), http::StatusCode::CONFLICT);

@@ -39,6 +39,12 @@ pub const SERVICE_ACCOUNT_USER_PREFIX: &str = "system:serviceaccount:";
 pub const ALL_SERVICE_ACCOUNTS_GROUP: &str = "system:serviceaccounts";
 /// The shortest lifetime TokenRequest grants.
 pub const MIN_EXPIRATION_SECONDS: i64 = 600;
+/// The lifetime the kubelet asks for its projected tokens; tokens asked for with it are
+/// granted [`EXPIRATION_EXTENSION_SECONDS`] and warned about after it (upstream's safe
+/// transition for clients that do not reload their token).
+pub const WARN_ONLY_BOUND_TOKEN_EXPIRATION_SECONDS: i64 = 3607;
+/// One year.
+pub const EXPIRATION_EXTENSION_SECONDS: i64 = 365 * 24 * 60 * 60;
 /// The secret type of legacy tokens.
 pub const SERVICE_ACCOUNT_TOKEN_SECRET_TYPE: &str = "kubernetes.io/service-account-token";
 
@@ -431,6 +437,7 @@ pub struct TokenSigner {
     algorithm: Algorithm,
     kid: String,
     max_expiration: Option<Duration>,
+    extended_expiration: Option<i64>,
     public: VerifyKey,
 }
 
@@ -517,6 +524,7 @@ impl TokenSigner {
             algorithm,
             kid,
             max_expiration,
+            extended_expiration: Some(EXPIRATION_EXTENSION_SECONDS),
             public,
         })
     }
@@ -529,6 +537,20 @@ impl TokenSigner {
     /// The `kid` of the tokens it issues.
     pub fn key_id(&self) -> &str {
         &self.kid
+    }
+
+    /// `--service-account-extend-token-expiration` (on by default, as upstream): the lifetime
+    /// of the tokens the kubelet asks for its projected volumes, or None to grant them the
+    /// lifetime they ask for.
+    pub fn with_extended_expiration(mut self, seconds: Option<i64>) -> Self {
+        self.extended_expiration = seconds;
+        self
+    }
+
+    /// The lifetime granted instead of [`WARN_ONLY_BOUND_TOKEN_EXPIRATION_SECONDS`] to
+    /// pod-bound tokens for the apiserver's audiences, if any.
+    pub fn extended_expiration(&self) -> Option<i64> {
+        self.extended_expiration
     }
 
     /// The public key that verifies its tokens.
@@ -551,14 +573,14 @@ impl TokenSigner {
         }
     }
 
-    /// Signs a bound token for `claims`, valid from now.
+    /// Signs a bound token for `claims`, valid from now for `claims.expiration_seconds` (the
+    /// caller applies the maximum and the extension).
     pub fn issue(&self, claims: &BoundClaims) -> anyhow::Result<IssuedToken> {
         self.issue_at(claims, now_unix())
     }
 
     fn issue_at(&self, claims: &BoundClaims, now: i64) -> anyhow::Result<IssuedToken> {
-        let lifetime = self.clamp_expiration(claims.expiration_seconds);
-        let expires_at = now.saturating_add(lifetime);
+        let expires_at = now.saturating_add(claims.expiration_seconds);
         let jti = uuid::Uuid::new_v4().to_string();
         let body = Claims {
             iss: self.issuer.clone(),
@@ -1430,7 +1452,10 @@ pub(crate) mod tests {
             expiration_seconds: 86400,
             ..pod_bound()
         };
-        assert_eq!(signer.issue_at(&claims, 0).expect("token").expires_at, 7200);
+        assert_eq!(
+            signer.issue_at(&claims, 0).expect("token").expires_at,
+            86400
+        );
 
         let empty = dir.path().join("empty.pem");
         std::fs::write(&empty, "not a key\n").expect("write");
