@@ -357,7 +357,7 @@ mod tests {
         // A bounded NoExecute toleration does not cover a longer one.
         assert!(!Toleration::of(&shorter).covers(&Toleration::of(&specific)));
         assert_eq!(
-            merge_tolerations(&[specific.clone()], &[all.clone()]),
+            merge_tolerations(std::slice::from_ref(&specific), std::slice::from_ref(&all)),
             vec![all.clone()]
         );
         assert_eq!(

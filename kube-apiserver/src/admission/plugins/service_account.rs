@@ -362,7 +362,7 @@ fn parse_go_bool(s: &str) -> bool {
     matches!(s, "1" | "t" | "T" | "TRUE" | "true" | "True")
 }
 
-fn names<'a>(list: &'a Value) -> Vec<&'a str> {
+fn names(list: &Value) -> Vec<&str> {
     items(list).filter_map(|r| r["name"].as_str()).collect()
 }
 
