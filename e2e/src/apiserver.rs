@@ -25,12 +25,23 @@ pub struct ApiServer {
     dir: PathBuf,
     port: u16,
     runs: usize,
+    /// Flags added to every run (authentication, authorization, admission).
+    extra_args: Vec<String>,
 }
 
 impl ApiServer {
     /// Starts the apiserver with certificates in `<dir>/certs` and the embedded store in
     /// `<dir>/data` (or an etcd with its data in `<dir>/etcd`), and waits for `/readyz`.
     pub async fn start(dir: &Path, backend: Backend) -> anyhow::Result<Self> {
+        Self::start_with(dir, backend, &[]).await
+    }
+
+    /// [`ApiServer::start`] with extra flags (kept for restarts).
+    pub async fn start_with(
+        dir: &Path,
+        backend: Backend,
+        extra_args: &[String],
+    ) -> anyhow::Result<Self> {
         let etcd = match backend {
             Backend::Embedded => None,
             Backend::Etcd => {
@@ -45,6 +56,7 @@ impl ApiServer {
             dir: dir.to_path_buf(),
             port: 0,
             runs: 0,
+            extra_args: extra_args.to_vec(),
         };
         server.restart().await?;
         Ok(server)
@@ -65,6 +77,7 @@ impl ApiServer {
         if let Some(etcd) = &self.etcd {
             args.push(format!("--etcd-servers={}", etcd.url()));
         }
+        args.extend(self.extra_args.iter().cloned());
         // One log per run, so a restart keeps the log of the run before it.
         let log_dir = self.dir.join(format!("run{}", self.runs));
         std::fs::create_dir_all(&log_dir)?;

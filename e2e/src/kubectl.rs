@@ -53,6 +53,22 @@ impl Kubectl {
         }
     }
 
+    /// The upstream kubectl using the kubeconfig at `kubeconfig` (a user of the test's own
+    /// choosing: client certificate, token); its cache and files go in `dir`.
+    pub fn upstream_with_kubeconfig(dir: &Path, kubeconfig: &Path) -> Self {
+        assert!(
+            Path::new(UPSTREAM_KUBECTL).exists(),
+            "{UPSTREAM_KUBECTL} (the upstream kubectl, v1.33) is required by this test: install it"
+        );
+        std::fs::create_dir_all(dir).expect("creating the kubectl dir");
+        Self {
+            binary: PathBuf::from(UPSTREAM_KUBECTL),
+            kubeconfig: kubeconfig.to_path_buf(),
+            cache_dir: dir.join("cache"),
+            dir: dir.to_path_buf(),
+        }
+    }
+
     /// The directory for files the test writes (manifests).
     pub fn dir(&self) -> &Path {
         &self.dir
@@ -180,13 +196,23 @@ impl Kubectl {
 /// Writes a kubeconfig for `server` (`https://...`) trusting `ca_file`, with a token user
 /// (`e2e`) so no client prompts for credentials.
 pub fn write_kubeconfig(path: &Path, server: &str, ca_file: &Path) -> std::io::Result<()> {
+    write_token_kubeconfig(path, server, ca_file, "e2e")
+}
+
+/// Writes a kubeconfig for `server` trusting `ca_file` whose user presents `token`.
+pub fn write_token_kubeconfig(
+    path: &Path,
+    server: &str,
+    ca_file: &Path,
+    token: &str,
+) -> std::io::Result<()> {
     let config = format!(
         "apiVersion: v1\n\
          kind: Config\n\
          clusters:\n\
          - name: e2e\n  cluster:\n    server: {server}\n    certificate-authority: {ca}\n\
          users:\n\
-         - name: e2e\n  user:\n    token: e2e\n\
+         - name: e2e\n  user:\n    token: {token}\n\
          contexts:\n\
          - name: e2e\n  context:\n    cluster: e2e\n    user: e2e\n\
          current-context: e2e\n",

@@ -33,6 +33,25 @@ pub fn name_is_dns_subdomain(name: &str, prefix: bool) -> Vec<String> {
     is_dns1123_subdomain(&mask_trailing_dash(name, prefix))
 }
 
+/// Names that only have to be usable as one URL path segment (RBAC roles and bindings, such
+/// as `system:aggregate-to-admin`).
+pub fn name_is_path_segment(name: &str, prefix: bool) -> Vec<String> {
+    let mut problems = Vec::new();
+    if !prefix {
+        for bad in [".", ".."] {
+            if name == bad {
+                problems.push(format!("may not be '{bad}'"));
+            }
+        }
+    }
+    for bad in ["/", "%"] {
+        if name.contains(bad) {
+            problems.push(format!("may not contain '{bad}'"));
+        }
+    }
+    problems
+}
+
 /// Names that must be DNS-1123 labels (namespaces).
 pub fn name_is_dns_label(name: &str, prefix: bool) -> Vec<String> {
     is_dns1123_label(&mask_trailing_dash(name, prefix))

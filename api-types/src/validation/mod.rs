@@ -30,8 +30,8 @@ pub use config::{
 pub use errors::{BadValue, ErrorList, ErrorType, FieldError};
 pub use meta::{
     FIELD_IMMUTABLE_ERROR_MSG, NameValidator, TOTAL_ANNOTATION_SIZE_LIMIT_BYTES, name_is_dns_label,
-    name_is_dns_subdomain, name_is_dns1035_label, validate_annotations, validate_labels,
-    validate_object_meta, validate_object_meta_update,
+    name_is_dns_subdomain, name_is_dns1035_label, name_is_path_segment, validate_annotations,
+    validate_labels, validate_object_meta, validate_object_meta_update,
 };
 pub use object::{has_validator, validate_create, validate_update};
 pub use path::FieldPath;

@@ -4,6 +4,7 @@
 
 use super::config::{AuthorizationMode, Config};
 use crate::admission::Chain;
+use crate::auth::node::NodeAuthorizer;
 use crate::auth::rbac::sync as rbac_sync;
 use crate::auth::rbac::{RbacAuthorizer, RbacStore, reconcile_bootstrap_policy};
 use crate::http::StackConfig;
@@ -12,6 +13,7 @@ use crate::http::auth::authorizer::{
     AlwaysAllow, AlwaysDeny, Authorizer, Union, with_privileged_groups,
 };
 use crate::http::auth::token_file::TokenFile;
+use crate::registry::ObjectLookup;
 use crate::rest::state::{ApiState, Security};
 use anyhow::Context;
 use std::sync::Arc;
@@ -51,7 +53,10 @@ pub async fn install(
                 authorizers.push(Box::new(RbacAuthorizer::new(store.clone())));
                 rbac = Some(store);
             }
-            AuthorizationMode::Node => anyhow::bail!("the Node authorizer is being written"),
+            AuthorizationMode::Node => {
+                let lookup: Arc<dyn ObjectLookup> = state.clone();
+                authorizers.push(Box::new(NodeAuthorizer::new(lookup)));
+            }
         }
     }
     let authorizer: Arc<dyn Authorizer> = Arc::new(with_privileged_groups(Union(authorizers)));

@@ -4,8 +4,8 @@
 use api_types::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use api_types::registry::ResourceInfo;
 use api_types::validation::{
-    ErrorList, FieldError, FieldPath, has_validator, name_is_dns_subdomain, validate_create,
-    validate_object_meta, validate_object_meta_update, validate_update,
+    ErrorList, FieldError, FieldPath, has_validator, name_is_dns_subdomain, name_is_path_segment,
+    validate_create, validate_object_meta, validate_object_meta_update, validate_update,
 };
 use serde_json::Value;
 
@@ -14,6 +14,16 @@ pub fn default(info: &ResourceInfo, object: &mut Value) -> Result<(), ErrorList>
     api_types::defaults::default_object(info.group, info.version, info.kind, object)
         .map(|_| ())
         .map_err(|err| one_error(&err.to_string()))
+}
+
+/// How the kind's names are checked: RBAC names only need to be a path segment (upstream's
+/// `ValidateRBACName`), everything else without its own validator a DNS-1123 subdomain.
+fn name_validator(info: &ResourceInfo) -> api_types::validation::NameValidator {
+    if info.group == "rbac.authorization.k8s.io" {
+        name_is_path_segment
+    } else {
+        name_is_dns_subdomain
+    }
 }
 
 /// Validation on create.
@@ -25,7 +35,7 @@ pub fn on_create(info: &ResourceInfo, object: &Value) -> ErrorList {
         Ok(meta) => validate_object_meta(
             &meta,
             info.namespaced,
-            name_is_dns_subdomain,
+            name_validator(info),
             &FieldPath::new("metadata"),
         ),
         Err(errs) => errs,
@@ -42,7 +52,7 @@ pub fn on_update(info: &ResourceInfo, new: &Value, old: &Value) -> ErrorList {
             let mut errs = validate_object_meta(
                 &new_meta,
                 info.namespaced,
-                name_is_dns_subdomain,
+                name_validator(info),
                 &FieldPath::new("metadata"),
             );
             errs.append(validate_object_meta_update(
