@@ -34,4 +34,4 @@ pub use reconcile::reconcile_bootstrap_policy;
 pub use rule::{rule_allows, rules_allow};
 pub use rules_review::rules_review_status;
 pub use state::{RbacKind, RbacObject, RbacState, RbacStore};
-pub use write_check::authorize_rbac_write;
+pub use write_check::{authorize_rbac_write, is_guarded};

@@ -17,6 +17,15 @@ use crate::http::status::{ApiError, go_quote};
 
 const GROUP: &str = "rbac.authorization.k8s.io";
 
+/// Whether writes of `group`/`plural` go through [`authorize_rbac_write`].
+pub fn is_guarded(group: &str, plural: &str) -> bool {
+    group == GROUP
+        && matches!(
+            plural,
+            "roles" | "clusterroles" | "rolebindings" | "clusterrolebindings"
+        )
+}
+
 /// Whether `user` may create or update `object`, a Role, ClusterRole, RoleBinding or
 /// ClusterRoleBinding as `plural` says, in `namespace` (empty for the cluster-scoped two).
 /// Other resources pass. The error is upstream's 403 (or its 400 when a binding's role cannot
@@ -389,6 +398,13 @@ mod tests {
             "clusterroles.rbac.authorization.k8s.io \"agg\" is forbidden: must have \
              cluster-admin privileges to use the aggregationRule"
         );
+    }
+
+    #[test]
+    fn guarded_resources() {
+        assert!(is_guarded(GROUP, "clusterrolebindings"));
+        assert!(!is_guarded(GROUP, "clusterroles/status"));
+        assert!(!is_guarded("", "roles"));
     }
 
     #[test]
