@@ -144,4 +144,46 @@ mod tests {
         set_class(&mut claim, "fast");
         assert_eq!(claim["spec"]["storageClassName"], "fast");
     }
+
+    mod through_the_state {
+        use super::super::super::service_account::fixture::{attrs, fixture};
+        use super::*;
+        use crate::admission::Operation;
+
+        #[tokio::test]
+        async fn claims_get_the_stored_default() {
+            let f = fixture().await;
+            let plugin = DefaultStorageClass;
+            let a = attrs(Operation::Create, "", "persistentvolumeclaims", "ns", "c");
+            let mut before = json!({"metadata": {"name": "c"}, "spec": {}});
+            plugin
+                .admit(&a, &mut before, None, &f.state)
+                .await
+                .expect("admitted");
+            assert!(before["spec"].get("storageClassName").is_none());
+
+            f.create(
+                "storage.k8s.io",
+                "storageclasses",
+                None,
+                json!({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+                       "metadata": {"name": "standard",
+                                    "annotations": {IS_DEFAULT_CLASS_ANNOTATION: "true"}},
+                       "provisioner": "example.com/p"}),
+            )
+            .await;
+            let mut claim = json!({"metadata": {"name": "c"}, "spec": {}});
+            plugin
+                .admit(&a, &mut claim, None, &f.state)
+                .await
+                .expect("admitted");
+            assert_eq!(claim["spec"]["storageClassName"], "standard");
+            let mut none = json!({"metadata": {"name": "c"}, "spec": {"storageClassName": ""}});
+            plugin
+                .admit(&a, &mut none, None, &f.state)
+                .await
+                .expect("admitted");
+            assert_eq!(none["spec"]["storageClassName"], "");
+        }
+    }
 }

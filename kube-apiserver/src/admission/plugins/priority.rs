@@ -467,4 +467,116 @@ mod tests {
         );
         assert!(body(&class("big", HIGHEST_USER_DEFINABLE_PRIORITY, false)).is_empty());
     }
+
+    mod through_the_state {
+        use super::super::super::service_account::fixture::{attrs, fixture};
+        use super::*;
+
+        fn stored_class(name: &str, value: i64, default: bool) -> Value {
+            json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                   "metadata": {"name": name}, "value": value, "globalDefault": default})
+        }
+
+        #[tokio::test]
+        async fn pods_resolve_stored_classes_and_missing_ones_are_refused() {
+            let f = fixture().await;
+            f.create(
+                GROUP,
+                "priorityclasses",
+                None,
+                stored_class("high", 1000, false),
+            )
+            .await;
+            f.create(
+                GROUP,
+                "priorityclasses",
+                None,
+                stored_class("base", 7, true),
+            )
+            .await;
+            let a = attrs(Operation::Create, "", "pods", "ns", "p");
+
+            let mut named =
+                json!({"metadata": {"name": "p"}, "spec": {"priorityClassName": "high"}});
+            Priority
+                .admit(&a, &mut named, None, &f.state)
+                .await
+                .expect("admitted");
+            assert_eq!(named["spec"]["priority"], 1000);
+            assert_eq!(named["spec"]["preemptionPolicy"], PREEMPT_LOWER_PRIORITY);
+
+            let mut plain = json!({"metadata": {"name": "p"}, "spec": {}});
+            Priority
+                .admit(&a, &mut plain, None, &f.state)
+                .await
+                .expect("admitted");
+            assert_eq!(plain["spec"]["priorityClassName"], "base");
+            assert_eq!(plain["spec"]["priority"], 7);
+
+            let mut missing =
+                json!({"metadata": {"name": "p"}, "spec": {"priorityClassName": "nope"}});
+            let err = Priority
+                .admit(&a, &mut missing, None, &f.state)
+                .await
+                .expect_err("refused");
+            assert_eq!(err.code().as_u16(), 403);
+            assert_eq!(
+                err.message(),
+                "pods \"p\" is forbidden: no PriorityClass with name nope was found"
+            );
+        }
+
+        #[tokio::test]
+        async fn a_second_global_default_is_refused() {
+            let f = fixture().await;
+            f.create(
+                GROUP,
+                "priorityclasses",
+                None,
+                stored_class("first", 1, true),
+            )
+            .await;
+            let create = attrs(Operation::Create, GROUP, "priorityclasses", "", "second");
+            let err = Priority
+                .validate(
+                    &create,
+                    Some(&stored_class("second", 2, true)),
+                    None,
+                    &f.state,
+                )
+                .await
+                .expect_err("refused");
+            assert_eq!(
+                err.message(),
+                "priorityclasses.scheduling.k8s.io \"second\" is forbidden: PriorityClass first is already marked as default. Only one default can exist"
+            );
+            Priority
+                .validate(
+                    &create,
+                    Some(&stored_class("second", 2, false)),
+                    None,
+                    &f.state,
+                )
+                .await
+                .expect("not a default");
+            let update = attrs(Operation::Update, GROUP, "priorityclasses", "", "first");
+            let first = stored_class("first", 3, true);
+            Priority
+                .validate(&update, Some(&first), Some(&first), &f.state)
+                .await
+                .expect("the default itself may change");
+
+            let reserved = attrs(Operation::Create, GROUP, "priorityclasses", "", "system-x");
+            let err = Priority
+                .validate(
+                    &reserved,
+                    Some(&stored_class("system-x", 1, false)),
+                    None,
+                    &f.state,
+                )
+                .await
+                .expect_err("reserved");
+            assert_eq!(err.code().as_u16(), 422);
+        }
+    }
 }

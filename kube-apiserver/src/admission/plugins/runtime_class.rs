@@ -365,4 +365,46 @@ mod tests {
             vec![specific, shorter]
         );
     }
+
+    mod through_the_state {
+        use super::super::super::service_account::fixture::{attrs, fixture};
+        use super::*;
+
+        #[tokio::test]
+        async fn the_class_must_exist_and_is_applied() {
+            let f = fixture().await;
+            f.create(
+                "node.k8s.io",
+                "runtimeclasses",
+                None,
+                json!({"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass",
+                       "metadata": {"name": "kata"}, "handler": "kata",
+                       "overhead": {"podFixed": {"cpu": "250m"}}}),
+            )
+            .await;
+            let a = attrs(Operation::Create, "", "pods", "ns", "p");
+            let mut pod = json!({"metadata": {"name": "p"}, "spec": {"runtimeClassName": "kata"}});
+            RuntimeClass
+                .admit(&a, &mut pod, None, &f.state)
+                .await
+                .expect("admitted");
+            assert_eq!(pod["spec"]["overhead"], json!({"cpu": "250m"}));
+            RuntimeClass
+                .validate(&a, Some(&pod), None, &f.state)
+                .await
+                .expect("valid");
+
+            let mut ghost =
+                json!({"metadata": {"name": "p"}, "spec": {"runtimeClassName": "ghost"}});
+            let err = RuntimeClass
+                .admit(&a, &mut ghost, None, &f.state)
+                .await
+                .expect_err("refused");
+            assert_eq!(err.code().as_u16(), 403);
+            assert_eq!(
+                err.message(),
+                "pods \"p\" is forbidden: pod rejected: RuntimeClass \"ghost\" not found"
+            );
+        }
+    }
 }

@@ -504,6 +504,98 @@ pub(super) fn map_child_array<'a>(
     child.as_array_mut()
 }
 
+/// An apiserver state over a throw-away embedded store, for the tests of this directory's
+/// plugins that read other objects through it.
+#[cfg(test)]
+pub(super) mod fixture {
+    use crate::admission::{Attributes, Operation};
+    use crate::http::auth::user::UserInfo;
+    use crate::registry::ObjectLookup;
+    use crate::registry::services::{Ipv4Cidr, ServiceAllocator};
+    use crate::rest::state::ApiState;
+    use crate::storage::backend::Backend;
+    use crate::storage::embedded::EmbeddedBackend;
+    use serde_json::Value;
+    use std::sync::Arc;
+    use std::time::Duration;
+    use tokio_util::sync::CancellationToken;
+
+    pub struct Fixture {
+        pub state: Arc<ApiState>,
+        shutdown: CancellationToken,
+        _dir: tempfile::TempDir,
+    }
+
+    impl Drop for Fixture {
+        fn drop(&mut self) {
+            self.shutdown.cancel();
+        }
+    }
+
+    pub async fn fixture() -> Fixture {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let backend: Arc<dyn Backend> =
+            Arc::new(EmbeddedBackend::open(dir.path()).expect("embedded store"));
+        let services = Arc::new(ServiceAllocator::new(
+            backend.clone(),
+            Ipv4Cidr::parse("10.96.0.0/24").expect("cidr"),
+            30000..=30010,
+        ));
+        let shutdown = CancellationToken::new();
+        let state = ApiState::start(backend, services, shutdown.clone())
+            .await
+            .expect("state");
+        Fixture {
+            state,
+            shutdown,
+            _dir: dir,
+        }
+    }
+
+    impl Fixture {
+        /// Stores `object` and waits until the watch cache has it (the plugins that list read
+        /// only the cache).
+        pub async fn create(
+            &self,
+            group: &str,
+            plural: &str,
+            namespace: Option<&str>,
+            object: Value,
+        ) {
+            let info = api_types::registry::by_group_resource(group, plural).expect("resource");
+            let name = object["metadata"]["name"]
+                .as_str()
+                .expect("name")
+                .to_string();
+            self.state
+                .store(group, info.version, plural)
+                .expect("store")
+                .create(namespace, object)
+                .await
+                .expect("create");
+            for _ in 0..200 {
+                if self.state.get(group, plural, namespace, &name).is_some() {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            panic!("{plural}/{name} never reached the cache");
+        }
+    }
+
+    pub fn attrs(op: Operation, group: &str, plural: &str, ns: &str, name: &str) -> Attributes {
+        Attributes {
+            operation: op,
+            resource: api_types::registry::by_group_resource(group, plural).expect("resource"),
+            subresource: String::new(),
+            namespace: ns.to_string(),
+            name: name.to_string(),
+            user: UserInfo::default(),
+            dry_run: false,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -741,5 +833,68 @@ mod tests {
         assert!(child_object(&mut v, "b").is_none());
         assert!(child_array(&mut v, "c").is_some());
         assert_eq!(v, json!({"a": {}, "b": 3, "c": []}));
+    }
+
+    mod through_the_state {
+        use super::super::fixture::{attrs, fixture};
+        use super::*;
+
+        #[tokio::test]
+        async fn admits_with_the_account_and_refuses_a_missing_one() {
+            let f = fixture().await;
+            f.create(
+                "",
+                "serviceaccounts",
+                Some("ns"),
+                json!({"apiVersion": "v1", "kind": "ServiceAccount",
+                       "metadata": {"name": "default", "namespace": "ns"},
+                       "imagePullSecrets": [{"name": "reg"}]}),
+            )
+            .await;
+            let plugin = ServiceAccount;
+            let a = attrs(Operation::Create, "", "pods", "ns", "p");
+            let mut p = pod(json!({"containers": [{"name": "c", "image": "busybox"}]}));
+            plugin
+                .admit(&a, &mut p, None, &f.state)
+                .await
+                .expect("admitted");
+            assert_eq!(p["spec"]["serviceAccountName"], "default");
+            assert_eq!(p["spec"]["imagePullSecrets"], json!([{"name": "reg"}]));
+            let volume = p["spec"]["volumes"][0]["name"].as_str().expect("volume");
+            assert!(volume.starts_with("kube-api-access-"), "{volume}");
+            assert_eq!(
+                p["spec"]["containers"][0]["volumeMounts"][0]["name"],
+                volume
+            );
+            plugin
+                .validate(&a, Some(&p), None, &f.state)
+                .await
+                .expect("valid");
+
+            let mut ghost = pod(json!({"serviceAccountName": "ghost"}));
+            let err = plugin
+                .admit(&a, &mut ghost, None, &f.state)
+                .await
+                .expect_err("refused");
+            assert_eq!(err.code().as_u16(), 403);
+            assert_eq!(
+                err.message(),
+                "pods \"p\" is forbidden: error looking up service account ns/ghost: serviceaccount \"ghost\" not found"
+            );
+        }
+
+        #[tokio::test]
+        async fn validation_requires_an_account_name() {
+            let f = fixture().await;
+            let a = attrs(Operation::Create, "", "pods", "ns", "p");
+            let err = ServiceAccount
+                .validate(&a, Some(&pod(json!({}))), None, &f.state)
+                .await
+                .expect_err("refused");
+            assert_eq!(
+                err.message(),
+                "pods \"p\" is forbidden: no service account specified for pod ns/p"
+            );
+        }
     }
 }
