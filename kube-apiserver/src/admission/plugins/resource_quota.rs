@@ -1022,3 +1022,125 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod through_the_store {
+    use super::*;
+    use crate::admission::{Chain, RequestAdmission};
+    use crate::registry::services::{Ipv4Cidr, ServiceAllocator};
+    use crate::registry::{DeleteOptions, ResourceStore};
+    use crate::storage::backend::Backend;
+    use crate::storage::embedded::EmbeddedBackend;
+    use serde_json::json;
+    use std::sync::Arc;
+    use std::time::Duration;
+    use tokio_util::sync::CancellationToken;
+
+    fn pods_store(state: &Arc<ApiState>, operation: Operation, name: &str) -> ResourceStore {
+        let attrs = Attributes {
+            operation,
+            resource: api_types::registry::by_group_resource("", "pods").expect("pods"),
+            subresource: String::new(),
+            namespace: "ns".into(),
+            name: name.into(),
+            user: Default::default(),
+            dry_run: false,
+        };
+        let admission = RequestAdmission {
+            chain: Arc::new(Chain::of(vec![Box::new(ResourceQuota)])),
+            attrs,
+            state: state.clone(),
+        };
+        state
+            .store("", "v1", "pods")
+            .expect("pods store")
+            .with_admission(Arc::new(admission))
+    }
+
+    async fn used_pods(state: &ApiState) -> Value {
+        let quota = state
+            .store("", "v1", "resourcequotas")
+            .unwrap()
+            .get(Some("ns"), "q")
+            .await
+            .unwrap();
+        quota["status"]["used"]["pods"].clone()
+    }
+
+    /// Waits until the watch cache shows the quota with `used` pods.
+    async fn cached(state: &ApiState, used: &str) {
+        for _ in 0..500 {
+            let quotas = state.list("", "resourcequotas", Some("ns"), &|_| true);
+            if quotas.iter().any(|q| q["status"]["used"]["pods"] == used) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("the cache never showed pods={used}");
+    }
+
+    #[tokio::test]
+    async fn pods_are_charged_refused_and_released() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let backend: Arc<dyn Backend> =
+            Arc::new(EmbeddedBackend::open(dir.path()).expect("open the embedded store"));
+        let services = Arc::new(ServiceAllocator::new(
+            backend.clone(),
+            Ipv4Cidr::parse("10.96.0.0/24").expect("cidr"),
+            30000..=30010,
+        ));
+        let shutdown = CancellationToken::new();
+        let _stop = shutdown.clone().drop_guard();
+        let state = ApiState::start(backend, services, shutdown)
+            .await
+            .expect("state");
+
+        let quotas = state.store("", "v1", "resourcequotas").unwrap();
+        quotas
+            .create(
+                Some("ns"),
+                json!({"apiVersion": "v1", "kind": "ResourceQuota",
+                       "metadata": {"name": "q"}, "spec": {"hard": {"pods": "1"}}}),
+            )
+            .await
+            .expect("quota");
+        quotas
+            .guaranteed_update(Some("ns"), "q", Part::Status, |old| {
+                let mut new = old.clone();
+                new["status"] = json!({"hard": {"pods": "1"}, "used": {"pods": "0"}});
+                Ok(new)
+            })
+            .await
+            .expect("quota status");
+        cached(&state, "0").await;
+
+        let pod = |name: &str| {
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+                   "spec": {"containers": [{"name": "c", "image": "busybox"}]}})
+        };
+        pods_store(&state, Operation::Create, "a")
+            .create(Some("ns"), pod("a"))
+            .await
+            .expect("the first pod fits");
+        assert_eq!(used_pods(&state).await, "1");
+        cached(&state, "1").await;
+
+        let refused = pods_store(&state, Operation::Create, "b")
+            .create(Some("ns"), pod("b"))
+            .await
+            .expect_err("the second pod exceeds the quota");
+        let refused = ApiError::from(refused);
+        assert_eq!(refused.code(), 403);
+        assert_eq!(
+            refused.message(),
+            "pods \"b\" is forbidden: exceeded quota: q, requested: pods=1, used: pods=1, limited: pods=1"
+        );
+        assert_eq!(used_pods(&state).await, "1");
+
+        pods_store(&state, Operation::Delete, "a")
+            .delete(Some("ns"), "a", &DeleteOptions::default())
+            .await
+            .expect("delete");
+        assert_eq!(used_pods(&state).await, "0");
+    }
+}
