@@ -71,7 +71,11 @@ impl Plugin for NodeRestriction {
         old: Option<&Value>,
         state: &ApiState,
     ) -> Result<(), ApiError> {
-        if attrs.operation == Operation::Delete {
+        // An eviction reaches the store as the delete of its pod, validated under the
+        // eviction's attributes with no new object; checking it here keeps a node from
+        // evicting other nodes' pods even where the Eviction body is not admitted.
+        let evicting = attrs.is("", "pods") && attrs.subresource == "eviction" && object.is_none();
+        if attrs.operation == Operation::Delete || evicting {
             check(attrs, object, old, state)
         } else {
             Ok(())
@@ -1106,6 +1110,85 @@ mod tests {
         assert!(
             message(check(&a, Some(&garbage), None, &l))
                 .ends_with("unable to parse csr: PEM block type must be CERTIFICATE REQUEST")
+        );
+    }
+
+    /// Through the plugin and the apiserver's own caches: deletes and the pod delete an
+    /// eviction becomes are checked in the validating phase.
+    #[tokio::test]
+    async fn plugin_checks_deletes_and_evictions_against_the_caches() {
+        use crate::registry::services::{Ipv4Cidr, ServiceAllocator};
+        use crate::storage::backend::Backend;
+        use crate::storage::embedded::EmbeddedBackend;
+        use std::sync::Arc;
+        use tokio_util::sync::CancellationToken;
+
+        let dir = tempfile::tempdir().expect("temp dir");
+        let backend: Arc<dyn Backend> = Arc::new(EmbeddedBackend::open(dir.path()).expect("store"));
+        let services = Arc::new(ServiceAllocator::new(
+            backend.clone(),
+            Ipv4Cidr::parse("10.96.0.0/24").expect("cidr"),
+            30000..=30010,
+        ));
+        let shutdown = CancellationToken::new();
+        let _stop = shutdown.clone().drop_guard();
+        let state = ApiState::start(backend, services, shutdown)
+            .await
+            .expect("state");
+        let pods = state.store("", "v1", "pods").expect("pods");
+        let theirs = pods
+            .create(
+                Some("default"),
+                json!({"apiVersion": "v1", "kind": "Pod",
+                       "metadata": {"name": "theirs", "namespace": "default"},
+                       "spec": {"nodeName": "n2", "containers": [{"name": "c", "image": "i"}]}}),
+            )
+            .await
+            .expect("create");
+        for _ in 0..200 {
+            if ObjectLookup::get(&*state, "", "pods", Some("default"), "theirs").is_some() {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        let plugin = NodeRestriction;
+        let evict = attrs(
+            Operation::Create,
+            "",
+            "pods",
+            "eviction",
+            "default",
+            "theirs",
+        );
+        let err = plugin
+            .validate(&evict, None, Some(&theirs), &state)
+            .await
+            .expect_err("another node's pod");
+        assert!(
+            err.message()
+                .ends_with("node n1 can only evict pods with spec.nodeName set to itself")
+        );
+        let delete = attrs(Operation::Delete, "", "pods", "", "default", "theirs");
+        assert!(
+            plugin
+                .validate(&delete, None, Some(&theirs), &state)
+                .await
+                .is_err()
+        );
+        let update = attrs(Operation::Update, "", "pods", "status", "default", "theirs");
+        assert!(
+            plugin
+                .validate(&update, Some(&theirs), Some(&theirs), &state)
+                .await
+                .is_ok(),
+            "updates are checked in the mutating phase"
+        );
+        let mut object = theirs.clone();
+        assert!(
+            plugin
+                .admit(&update, &mut object, Some(&theirs), &state)
+                .await
+                .is_err()
         );
     }
 
