@@ -625,9 +625,34 @@ pub struct ServiceAccountTokenAuthenticator {
     /// what is asked for when the caller names no audience.
     implicit_audiences: Vec<String>,
     lookup: Arc<dyn ObjectLookup>,
+    /// Storage, asked when the caches do not hold an object (yet).
+    fallback: Option<Arc<dyn ObjectFetch>>,
     /// `--service-account-lookup`: whether legacy tokens are checked against their secret
     /// and service account. Bound tokens are always checked, as upstream's.
     legacy_lookup: bool,
+}
+
+/// Reads of objects from storage, for the ones the watch caches have not seen: a token
+/// issued for an object created a moment ago must work at once, as upstream's getter falls
+/// back from its informers to a live read.
+#[async_trait]
+pub trait ObjectFetch: Send + Sync {
+    /// The core (`v1`) object `name` of resource `plural`, or None when there is none.
+    async fn fetch(&self, plural: &str, namespace: Option<&str>, name: &str) -> Option<Value>;
+}
+
+#[async_trait]
+impl ObjectFetch for crate::rest::state::ApiState {
+    async fn fetch(&self, plural: &str, namespace: Option<&str>, name: &str) -> Option<Value> {
+        match self.store("", "v1", plural)?.get(namespace, name).await {
+            Ok(object) => Some(object),
+            Err(crate::registry::RegistryError::NotFound { .. }) => None,
+            Err(e) => {
+                tracing::warn!(error = %e, plural, name, "reading an object a token names");
+                None
+            }
+        }
+    }
 }
 
 impl ServiceAccountTokenAuthenticator {
@@ -644,8 +669,24 @@ impl ServiceAccountTokenAuthenticator {
             keys,
             implicit_audiences,
             lookup,
+            fallback: None,
             legacy_lookup: true,
         }
+    }
+
+    /// Reads objects the caches do not hold from `storage`.
+    pub fn with_storage_fallback(mut self, storage: Arc<dyn ObjectFetch>) -> Self {
+        self.fallback = Some(storage);
+        self
+    }
+
+    /// A core object from the caches, else from storage.
+    async fn get(&self, plural: &str, namespace: Option<&str>, name: &str) -> Option<Arc<Value>> {
+        if let Some(object) = self.lookup.get("", plural, namespace, name) {
+            return Some(object);
+        }
+        let fallback = self.fallback.as_ref()?;
+        fallback.fetch(plural, namespace, name).await.map(Arc::new)
     }
 
     /// Sets `--service-account-lookup`.
@@ -654,7 +695,7 @@ impl ServiceAccountTokenAuthenticator {
         self
     }
 
-    fn authenticate_at(
+    async fn authenticate_at(
         &self,
         token: &str,
         audiences: &[String],
@@ -715,9 +756,9 @@ impl ServiceAccountTokenAuthenticator {
         }
 
         let user = if legacy {
-            self.validate_legacy(token, &claims)?
+            self.validate_legacy(token, &claims).await?
         } else {
-            self.validate_bound(&claims, now)?
+            self.validate_bound(&claims, now).await?
         };
         Ok(Some(TokenUser {
             user,
@@ -726,7 +767,7 @@ impl ServiceAccountTokenAuthenticator {
     }
 
     /// Upstream's checks of a bound token: its times, then the objects it names.
-    fn validate_bound(&self, claims: &Claims, now: i64) -> Result<UserInfo, String> {
+    async fn validate_bound(&self, claims: &Claims, now: i64) -> Result<UserInfo, String> {
         let Some(k8s) = &claims.kubernetes else {
             return Err("service account token claims could not be validated".to_string());
         };
@@ -746,8 +787,8 @@ impl ServiceAccountTokenAuthenticator {
         let namespace = k8s.namespace.as_str();
         let sa = &k8s.serviceaccount;
         let account = self
-            .lookup
-            .get("", "serviceaccounts", Some(namespace), &sa.name)
+            .get("serviceaccounts", Some(namespace), &sa.name)
+            .await
             .ok_or_else(|| format!("serviceaccounts {} not found", go_quote(&sa.name)))?;
         if deleted_since(&account, deleted_before) {
             return Err(format!(
@@ -765,8 +806,8 @@ impl ServiceAccountTokenAuthenticator {
 
         if let Some(secret_ref) = &k8s.secret {
             let secret = self
-                .lookup
-                .get("", "secrets", Some(namespace), &secret_ref.name)
+                .get("secrets", Some(namespace), &secret_ref.name)
+                .await
                 .filter(|s| !deleted_since(s, deleted_before))
                 .ok_or("service account token has been invalidated")?;
             let uid = uid_of(&secret);
@@ -781,8 +822,8 @@ impl ServiceAccountTokenAuthenticator {
         let mut user = service_account_user(namespace, &sa.name, &sa.uid);
         if let Some(pod_ref) = &k8s.pod {
             let pod = self
-                .lookup
-                .get("", "pods", Some(namespace), &pod_ref.name)
+                .get("pods", Some(namespace), &pod_ref.name)
+                .await
                 .filter(|p| !deleted_since(p, deleted_before))
                 .ok_or("service account token has been invalidated")?;
             let uid = uid_of(&pod);
@@ -803,8 +844,8 @@ impl ServiceAccountTokenAuthenticator {
             // lives as long as the node.
             if k8s.pod.is_none() {
                 let node = self
-                    .lookup
-                    .get("", "nodes", None, &node_ref.name)
+                    .get("nodes", None, &node_ref.name)
+                    .await
                     .filter(|n| !deleted_since(n, deleted_before))
                     .ok_or("service account token has been invalidated")?;
                 let uid = uid_of(&node);
@@ -831,7 +872,7 @@ impl ServiceAccountTokenAuthenticator {
     }
 
     /// Upstream's checks of a legacy (secret-based) token.
-    fn validate_legacy(&self, token: &str, claims: &Claims) -> Result<UserInfo, String> {
+    async fn validate_legacy(&self, token: &str, claims: &Claims) -> Result<UserInfo, String> {
         let missing = |what: &str| Err(format!("{what} claim is missing"));
         if claims.sub.is_empty() {
             return missing("sub");
@@ -859,8 +900,8 @@ impl ServiceAccountTokenAuthenticator {
         if self.legacy_lookup {
             let invalidated = || "token has been invalidated".to_string();
             let secret = self
-                .lookup
-                .get("", "secrets", Some(namespace), secret_name)
+                .get("secrets", Some(namespace), secret_name)
+                .await
                 .ok_or_else(invalidated)?;
             let is_token_secret = secret.get("type").and_then(Value::as_str)
                 == Some(SERVICE_ACCOUNT_TOKEN_SECRET_TYPE);
@@ -881,8 +922,8 @@ impl ServiceAccountTokenAuthenticator {
             }
 
             let account = self
-                .lookup
-                .get("", "serviceaccounts", Some(namespace), name)
+                .get("serviceaccounts", Some(namespace), name)
+                .await
                 .ok_or_else(|| format!("serviceaccounts {} not found", go_quote(name)))?;
             if is_deleting(&account) {
                 return Err(format!(
@@ -907,7 +948,7 @@ impl TokenAuthenticator for ServiceAccountTokenAuthenticator {
         token: &str,
         audiences: &[String],
     ) -> Result<Option<TokenUser>, String> {
-        self.authenticate_at(token, audiences, now_unix())
+        self.authenticate_at(token, audiences, now_unix()).await
     }
 }
 
@@ -1024,6 +1065,13 @@ pub(crate) mod tests {
         }
     }
 
+    #[async_trait]
+    impl ObjectFetch for FakeLookup {
+        async fn fetch(&self, plural: &str, namespace: Option<&str>, name: &str) -> Option<Value> {
+            ObjectLookup::get(self, "", plural, namespace, name).map(|o| (*o).clone())
+        }
+    }
+
     const ISSUER: &str = "https://kubernetes.default.svc.cluster.local";
     const API_AUDIENCE: &str = "https://kubernetes.default.svc.cluster.local";
 
@@ -1099,8 +1147,8 @@ pub(crate) mod tests {
         list.iter().map(|s| s.to_string()).collect()
     }
 
-    #[test]
-    fn rsa_tokens_round_trip_with_upstreams_claims_and_user() {
+    #[tokio::test]
+    async fn rsa_tokens_round_trip_with_upstreams_claims_and_user() {
         let signer = signer(rsa_private_pem());
         let keys = parse_verification_keys(rsa_public_pem().as_bytes(), "pub").expect("keys");
         assert_eq!(keys[0].key_id(), signer.key_id());
@@ -1131,6 +1179,7 @@ pub(crate) mod tests {
         let authn = authenticator(keys, cluster());
         let found = authn
             .authenticate_at(&issued.token, &audiences(&["vault", "other"]), now + 10)
+            .await
             .expect("accepted")
             .expect("ours");
         assert_eq!(found.audiences, audiences(&["vault"]));
@@ -1156,13 +1205,14 @@ pub(crate) mod tests {
         // No audience asked: the apiserver's own.
         let found = authn
             .authenticate_at(&issued.token, &[], now)
+            .await
             .expect("accepted")
             .expect("ours");
         assert_eq!(found.audiences, audiences(&[API_AUDIENCE]));
     }
 
-    #[test]
-    fn ecdsa_tokens_round_trip_from_every_key_encoding() {
+    #[tokio::test]
+    async fn ecdsa_tokens_round_trip_from_every_key_encoding() {
         // P-256 as PKCS#8, verified with the public key derived from the private key.
         let p256_pem = ec_pkcs8_pem(&rcgen::PKCS_ECDSA_P256_SHA256);
         let signer256 = signer(&p256_pem);
@@ -1195,14 +1245,15 @@ pub(crate) mod tests {
             assert_eq!(header.alg, alg);
             let found = authn
                 .authenticate_at(&issued.token, &audiences(&[API_AUDIENCE]), now_unix())
+                .await
                 .expect("accepted")
                 .expect("ours");
             assert_eq!(found.user.name, "system:serviceaccount:ns:sa");
         }
     }
 
-    #[test]
-    fn expired_and_future_tokens_are_refused_beyond_the_leeway() {
+    #[tokio::test]
+    async fn expired_and_future_tokens_are_refused_beyond_the_leeway() {
         let signer = signer(&ec_pkcs8_pem(&rcgen::PKCS_ECDSA_P256_SHA256));
         let authn = authenticator(vec![signer.verification_key()], cluster());
         let issued_at = 1_000_000;
@@ -1212,24 +1263,30 @@ pub(crate) mod tests {
             .token;
         let asked = audiences(&[API_AUDIENCE]);
         let exp = issued_at + 3600;
-        assert!(authn.authenticate_at(&token, &asked, exp + 59).is_ok());
+        assert!(
+            authn
+                .authenticate_at(&token, &asked, exp + 59)
+                .await
+                .is_ok()
+        );
         assert_eq!(
-            authn.authenticate_at(&token, &asked, exp + 60),
+            authn.authenticate_at(&token, &asked, exp + 60).await,
             Err("service account token has expired".to_string())
         );
         assert!(
             authn
                 .authenticate_at(&token, &asked, issued_at - 60)
+                .await
                 .is_ok()
         );
         assert_eq!(
-            authn.authenticate_at(&token, &asked, issued_at - 61),
+            authn.authenticate_at(&token, &asked, issued_at - 61).await,
             Err("service account token is not valid yet".to_string())
         );
     }
 
-    #[test]
-    fn audiences_not_asked_for_are_refused() {
+    #[tokio::test]
+    async fn audiences_not_asked_for_are_refused() {
         let pem = ec_pkcs8_pem(&rcgen::PKCS_ECDSA_P256_SHA256);
         let signer = signer(&pem);
         let keys = parse_verification_keys(pem.as_bytes(), "key").expect("keys");
@@ -1238,7 +1295,7 @@ pub(crate) mod tests {
         claims.audiences = audiences(&["vault"]);
         let token = signer.issue(&claims).expect("token").token;
         assert_eq!(
-            authn.authenticate_at(&token, &[], now_unix()),
+            authn.authenticate_at(&token, &[], now_unix()).await,
             Err(format!(
                 "token audiences [\"vault\"] is invalid for the target audiences [\"{API_AUDIENCE}\"]"
             ))
@@ -1246,12 +1303,13 @@ pub(crate) mod tests {
         assert!(
             authn
                 .authenticate_at(&token, &audiences(&["vault"]), now_unix())
+                .await
                 .is_ok()
         );
     }
 
-    #[test]
-    fn tokens_of_other_keys_issuers_or_shapes() {
+    #[tokio::test]
+    async fn tokens_of_other_keys_issuers_or_shapes() {
         let ours = ec_pkcs8_pem(&rcgen::PKCS_ECDSA_P256_SHA256);
         let theirs = signer(&ec_pkcs8_pem(&rcgen::PKCS_ECDSA_P256_SHA256));
         let rsa = signer(rsa_private_pem());
@@ -1262,7 +1320,7 @@ pub(crate) mod tests {
         for other in [&theirs, &rsa] {
             let token = other.issue(&pod_bound()).expect("token").token;
             assert_eq!(
-                authn.authenticate_at(&token, &asked, now),
+                authn.authenticate_at(&token, &asked, now).await,
                 Err("invalid signature".to_string())
             );
         }
@@ -1277,7 +1335,7 @@ pub(crate) mod tests {
             good.rsplit_once('.').expect("jws").1
         );
         assert_eq!(
-            authn.authenticate_at(&spliced, &asked, now),
+            authn.authenticate_at(&spliced, &asked, now).await,
             Err("invalid signature".to_string())
         );
         // Another issuer's JWTs and opaque tokens are left to other sources.
@@ -1286,14 +1344,14 @@ pub(crate) mod tests {
             .issue(&pod_bound())
             .expect("token")
             .token;
-        assert_eq!(authn.authenticate_at(&foreign, &asked, now), Ok(None));
+        assert_eq!(authn.authenticate_at(&foreign, &asked, now).await, Ok(None));
         for opaque in ["abcdef.0123456789abcdef", "a.b.c", "static-token"] {
-            assert_eq!(authn.authenticate_at(opaque, &asked, now), Ok(None));
+            assert_eq!(authn.authenticate_at(opaque, &asked, now).await, Ok(None));
         }
     }
 
-    #[test]
-    fn bound_objects_must_still_exist_with_their_uids() {
+    #[tokio::test]
+    async fn bound_objects_must_still_exist_with_their_uids() {
         let pem = ec_pkcs8_pem(&rcgen::PKCS_ECDSA_P256_SHA256);
         let signer = signer(&pem);
         let lookup = cluster();
@@ -1304,7 +1362,7 @@ pub(crate) mod tests {
         let asked = audiences(&[API_AUDIENCE]);
         let now = now_unix();
         let token = signer.issue_at(&pod_bound(), now).expect("token").token;
-        assert!(authn.authenticate_at(&token, &asked, now).is_ok());
+        assert!(authn.authenticate_at(&token, &asked, now).await.is_ok());
 
         // Deleted a moment ago: still good within the leeway, not after.
         let mut deleting = object("p", "pod-uid");
@@ -1314,20 +1372,20 @@ pub(crate) mod tests {
                 .to_string()
         );
         lookup.put("pods", Some("ns"), deleting);
-        assert!(authn.authenticate_at(&token, &asked, now).is_ok());
+        assert!(authn.authenticate_at(&token, &asked, now).await.is_ok());
         assert_eq!(
-            authn.authenticate_at(&token, &asked, now + 31),
+            authn.authenticate_at(&token, &asked, now + 31).await,
             Err("service account token has been invalidated".to_string())
         );
         lookup.remove("pods", Some("ns"), "p");
         assert_eq!(
-            authn.authenticate_at(&token, &asked, now),
+            authn.authenticate_at(&token, &asked, now).await,
             Err("service account token has been invalidated".to_string())
         );
         // Recreated under the same name.
         lookup.put("pods", Some("ns"), object("p", "pod-uid-2"));
         assert_eq!(
-            authn.authenticate_at(&token, &asked, now),
+            authn.authenticate_at(&token, &asked, now).await,
             Err(
                 "pod UID (pod-uid-2) does not match service account pod ref claim (pod-uid)"
                     .to_string()
@@ -1335,12 +1393,12 @@ pub(crate) mod tests {
         );
         lookup.put("serviceaccounts", Some("ns"), object("sa", "sa-uid-2"));
         assert_eq!(
-            authn.authenticate_at(&token, &asked, now),
+            authn.authenticate_at(&token, &asked, now).await,
             Err("service account UID (sa-uid-2) does not match claim (sa-uid)".to_string())
         );
         lookup.remove("serviceaccounts", Some("ns"), "sa");
         assert_eq!(
-            authn.authenticate_at(&token, &asked, now),
+            authn.authenticate_at(&token, &asked, now).await,
             Err("serviceaccounts \"sa\" not found".to_string())
         );
 
@@ -1351,6 +1409,7 @@ pub(crate) mod tests {
         let token = signer.issue_at(&node_bound, now).expect("token").token;
         let user = authn
             .authenticate_at(&token, &asked, now)
+            .await
             .expect("accepted")
             .expect("ours")
             .user;
@@ -1358,9 +1417,31 @@ pub(crate) mod tests {
         assert!(!user.extra.contains_key(EXTRA_POD_NAME));
         lookup.remove("nodes", None, "n1");
         assert_eq!(
-            authn.authenticate_at(&token, &asked, now),
+            authn.authenticate_at(&token, &asked, now).await,
             Err("service account token has been invalidated".to_string())
         );
+    }
+
+    #[tokio::test]
+    async fn objects_the_caches_have_not_seen_yet_are_read_from_storage() {
+        let pem = ec_pkcs8_pem(&rcgen::PKCS_ECDSA_P256_SHA256);
+        let signer = signer(&pem);
+        let keys = parse_verification_keys(pem.as_bytes(), "key").expect("keys");
+        let token = signer.issue(&pod_bound()).expect("token").token;
+        let asked = audiences(&[API_AUDIENCE]);
+        let empty_cache = Arc::new(FakeLookup::default());
+        let cache_only = authenticator(keys.clone(), empty_cache.clone());
+        assert_eq!(
+            cache_only.authenticate_at(&token, &asked, now_unix()).await,
+            Err("serviceaccounts \"sa\" not found".to_string())
+        );
+        let with_storage = authenticator(keys, empty_cache).with_storage_fallback(cluster());
+        assert!(matches!(
+            with_storage
+                .authenticate_at(&token, &asked, now_unix())
+                .await,
+            Ok(Some(_))
+        ));
     }
 
     /// A legacy token as the token controller writes into a secret.
@@ -1384,8 +1465,8 @@ pub(crate) mod tests {
         })
     }
 
-    #[test]
-    fn legacy_tokens_are_checked_against_their_secret() {
+    #[tokio::test]
+    async fn legacy_tokens_are_checked_against_their_secret() {
         let pem = ec_pkcs8_pem(&rcgen::PKCS_ECDSA_P256_SHA256);
         let signer = signer(&pem);
         let keys = parse_verification_keys(pem.as_bytes(), "key").expect("keys");
@@ -1394,12 +1475,13 @@ pub(crate) mod tests {
         let token = legacy_token(&signer, "sa-uid");
         let now = now_unix();
         assert_eq!(
-            authn.authenticate_at(&token, &[], now),
+            authn.authenticate_at(&token, &[], now).await,
             Err("token has been invalidated".to_string())
         );
         lookup.put("secrets", Some("ns"), token_secret(&token));
         let found = authn
             .authenticate_at(&token, &[], now)
+            .await
             .expect("accepted")
             .expect("ours");
         assert_eq!(found.user, service_account_user("ns", "sa", "sa-uid"));
@@ -1408,19 +1490,20 @@ pub(crate) mod tests {
         assert!(
             authn
                 .authenticate_at(&token, &audiences(&["vault"]), now)
+                .await
                 .is_err()
         );
 
         lookup.put("secrets", Some("ns"), token_secret("another token"));
         assert_eq!(
-            authn.authenticate_at(&token, &[], now),
+            authn.authenticate_at(&token, &[], now).await,
             Err("token does not match server's copy".to_string())
         );
         lookup.put("secrets", Some("ns"), token_secret(&token));
         let stale = legacy_token(&signer, "old-uid");
         lookup.put("secrets", Some("ns"), token_secret(&stale));
         assert_eq!(
-            authn.authenticate_at(&stale, &[], now),
+            authn.authenticate_at(&stale, &[], now).await,
             Err("service account UID (sa-uid) does not match claim (old-uid)".to_string())
         );
 
@@ -1428,7 +1511,7 @@ pub(crate) mod tests {
         lookup.remove("secrets", Some("ns"), "sa-token");
         let unchecked = authenticator(keys, lookup).with_legacy_lookup(false);
         assert!(matches!(
-            unchecked.authenticate_at(&stale, &[], now),
+            unchecked.authenticate_at(&stale, &[], now).await,
             Ok(Some(_))
         ));
     }
