@@ -64,8 +64,8 @@ async fn call(
         .post(&target, hook.ca_bundle.as_deref(), body, hook.timeout)
         .await
         .map_err(failed_call)?;
-    let response = review::parse_response(&answer, &uid, mutating, version)
-        .map_err(|e| CallError::Calling(format!("received invalid webhook response: {e}")))?;
+    let response =
+        review::parse_response(&answer, &uid, mutating, version).map_err(CallError::Calling)?;
     // Upstream hands these to the client as `Warning` headers; the admission interface has
     // no way to reach the response yet.
     for warning in &response.warnings {

@@ -149,17 +149,24 @@ struct RawResponse {
     warnings: Vec<String>,
 }
 
-/// Reads and checks a webhook's answer to the review of `uid` sent as `version`, as
-/// upstream's `VerifyAdmissionResponse`; the error is the reason after `received invalid
-/// webhook response: `. v1beta1 answers keep their historical leniency: neither the uid nor
-/// the kind is checked.
+/// Reads and checks a webhook's answer to the review of `uid` sent as `version`; the error is
+/// the reason after `failed calling webhook "<name>": `. An answer that does not decode is a
+/// failed call, as client-go's decoding fails it; one that decodes is checked as upstream's
+/// `VerifyAdmissionResponse` does. v1beta1 answers keep their historical leniency: neither
+/// the uid nor the kind is checked.
 pub fn parse_response(
     body: &[u8],
     uid: &str,
     mutating: bool,
     version: &str,
 ) -> Result<Response, String> {
-    let review: RawReview = serde_json::from_slice(body).map_err(|e| e.to_string())?;
+    let review: RawReview =
+        serde_json::from_slice(body).map_err(|e| format!("failed to call webhook: {e}"))?;
+    verify(review, uid, mutating, version)
+        .map_err(|e| format!("received invalid webhook response: {e}"))
+}
+
+fn verify(review: RawReview, uid: &str, mutating: bool, version: &str) -> Result<Response, String> {
     let Some(r) = review.response else {
         return Err("webhook response was absent".to_string());
     };
@@ -375,7 +382,7 @@ mod tests {
         for (body, mutating, want) in cases {
             assert_eq!(
                 parse_response(&body, "u", mutating, "v1").unwrap_err(),
-                want,
+                format!("received invalid webhook response: {want}"),
                 "{}",
                 String::from_utf8_lossy(&body)
             );
@@ -392,6 +399,8 @@ mod tests {
         let lax = br#"{"response":{"uid":"other","allowed":true}}"#;
         assert!(parse_response(lax, "u", false, "v1beta1").unwrap().allowed);
         assert!(parse_response(lax, "u", false, "v1").is_err());
+        let garbage = parse_response(b"<html>", "u", false, "v1").unwrap_err();
+        assert!(garbage.starts_with("failed to call webhook: "), "{garbage}");
     }
 
     #[test]
