@@ -130,7 +130,11 @@ pub fn pod_references(pod: &Value) -> PodReferences {
             insert(&mut refs.resource_claims, generated);
         }
     }
-    refs.service_account = str_at(pod, "/spec/serviceAccountName").map(str::to_string);
+    // The deprecated `serviceAccount` stands in when `serviceAccountName` is empty, as
+    // upstream's conversion reads it.
+    refs.service_account = str_at(pod, "/spec/serviceAccountName")
+        .or_else(|| str_at(pod, "/spec/serviceAccount"))
+        .map(str::to_string);
     refs
 }
 
@@ -373,6 +377,11 @@ mod tests {
         assert_eq!(r.claims, set(&["data", "web-scratch"]));
         assert_eq!(r.resource_claims, set(&["gpu", "web-templ-x"]));
         assert_eq!(r.service_account.as_deref(), Some("sa"));
+        let legacy = json!({"spec": {"serviceAccount": "old-sa"}});
+        assert_eq!(
+            pod_references(&legacy).service_account.as_deref(),
+            Some("old-sa")
+        );
     }
 
     #[test]
