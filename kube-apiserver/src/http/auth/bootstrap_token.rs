@@ -31,12 +31,42 @@ pub const BOOTSTRAP_DEFAULT_GROUP: &str = "system:bootstrappers";
 /// Authenticates bootstrap tokens against their secrets.
 pub struct BootstrapTokenAuthenticator {
     lookup: Arc<dyn ObjectLookup>,
+    /// `--api-audiences`: bootstrap tokens are good for the apiserver only.
+    api_audiences: Vec<String>,
 }
 
 impl BootstrapTokenAuthenticator {
     /// Reads the token secrets from `lookup` (the watch caches).
     pub fn new(lookup: Arc<dyn ObjectLookup>) -> Self {
-        BootstrapTokenAuthenticator { lookup }
+        BootstrapTokenAuthenticator {
+            lookup,
+            api_audiences: Vec::new(),
+        }
+    }
+
+    /// Sets `--api-audiences`: a token is then good only for a caller accepting one of them
+    /// (upstream's wrapping of audience-agnostic token sources). Without, it is good for
+    /// whatever the caller accepts.
+    pub fn with_api_audiences(mut self, audiences: Vec<String>) -> Self {
+        self.api_audiences = audiences;
+        self
+    }
+
+    /// The audiences a token is good for among `requested`; None when none.
+    fn audiences_for(&self, requested: &[String]) -> Option<Vec<String>> {
+        if self.api_audiences.is_empty() {
+            return Some(requested.to_vec());
+        }
+        if requested.is_empty() {
+            return Some(self.api_audiences.clone());
+        }
+        let granted: Vec<String> = self
+            .api_audiences
+            .iter()
+            .filter(|a| requested.contains(a))
+            .cloned()
+            .collect();
+        (!granted.is_empty()).then_some(granted)
     }
 
     fn authenticate_at(&self, token: &str, now: jiff::Timestamp) -> Option<UserInfo> {
@@ -94,13 +124,12 @@ impl TokenAuthenticator for BootstrapTokenAuthenticator {
         token: &str,
         audiences: &[String],
     ) -> Result<Option<TokenUser>, String> {
-        // Bootstrap tokens carry no audience: good for whatever the caller accepts.
+        let Some(audiences) = self.audiences_for(audiences) else {
+            return Ok(None);
+        };
         Ok(self
             .authenticate_at(token, jiff::Timestamp::now())
-            .map(|user| TokenUser {
-                user,
-                audiences: audiences.to_vec(),
-            }))
+            .map(|user| TokenUser { user, audiences }))
     }
 }
 
@@ -228,6 +257,28 @@ mod tests {
                 "system:bootstrappers:worker",
             ]
         );
+    }
+
+    #[tokio::test]
+    async fn with_api_audiences_a_token_is_for_the_apiserver_only() {
+        let authn = with(secret(&valid_fields())).with_api_audiences(vec!["api".into()]);
+        let granted = |asked: &[&str]| {
+            let asked: Vec<String> = asked.iter().map(|s| s.to_string()).collect();
+            let authn = &authn;
+            async move {
+                authn
+                    .authenticate_token(TOKEN, &asked)
+                    .await
+                    .expect("no error")
+                    .map(|found| found.audiences)
+            }
+        };
+        assert_eq!(
+            granted(&["vault", "api"]).await,
+            Some(vec!["api".to_string()])
+        );
+        assert_eq!(granted(&[]).await, Some(vec!["api".to_string()]));
+        assert_eq!(granted(&["vault"]).await, None);
     }
 
     #[test]
