@@ -626,3 +626,74 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod through_the_store {
+    use super::*;
+    use crate::admission::plugins::resource_quota::through_the_store::{state, store_with};
+    use serde_json::json;
+    use std::time::Duration;
+
+    #[tokio::test]
+    async fn pods_get_defaults_and_oversized_ones_are_refused() {
+        let (state, _stop, _dir) = state().await;
+        state
+            .store("", "v1", "limitranges")
+            .unwrap()
+            .create(
+                Some("ns"),
+                json!({"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "lr"},
+                       "spec": {"limits": [{"type": "Container",
+                                            "max": {"cpu": "500m"},
+                                            "defaultRequest": {"cpu": "100m"}}]}}),
+            )
+            .await
+            .expect("limit range");
+        for _ in 0..500 {
+            if !state
+                .list("", "limitranges", Some("ns"), &|_| true)
+                .is_empty()
+            {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let pod = |name: &str, resources: Value| {
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+                   "spec": {"containers": [{"name": "c", "image": "busybox",
+                                            "resources": resources}]}})
+        };
+        let store = |name: &str| {
+            store_with(
+                &state,
+                Box::new(LimitRanger),
+                "pods",
+                Operation::Create,
+                name,
+            )
+        };
+
+        let created = store("small")
+            .create(Some("ns"), pod("small", json!({})))
+            .await
+            .expect("a pod without resources gets the defaults");
+        let resources = &created["spec"]["containers"][0]["resources"];
+        assert_eq!(resources["limits"]["cpu"], "500m");
+        assert_eq!(resources["requests"]["cpu"], "100m");
+        assert_eq!(
+            created["metadata"]["annotations"][ANNOTATION],
+            "LimitRanger plugin set: cpu request for container c; cpu limit for container c"
+        );
+
+        let refused = store("big")
+            .create(Some("ns"), pod("big", json!({"limits": {"cpu": "1"}})))
+            .await
+            .expect_err("over the maximum");
+        let refused = ApiError::from(refused);
+        assert_eq!(refused.code(), 403);
+        assert_eq!(
+            refused.message(),
+            "pods \"big\" is forbidden: maximum cpu usage per Container is 500m, but limit is 1"
+        );
+    }
+}

@@ -1024,7 +1024,7 @@ mod tests {
 }
 
 #[cfg(test)]
-mod through_the_store {
+pub(super) mod through_the_store {
     use super::*;
     use crate::admission::{Chain, RequestAdmission};
     use crate::registry::services::{Ipv4Cidr, ServiceAllocator};
@@ -1037,9 +1037,20 @@ mod through_the_store {
     use tokio_util::sync::CancellationToken;
 
     fn pods_store(state: &Arc<ApiState>, operation: Operation, name: &str) -> ResourceStore {
+        store_with(state, Box::new(ResourceQuota), "pods", operation, name)
+    }
+
+    /// The store of core `plural` running only `plugin` for a write of `name` in `ns`.
+    pub(in crate::admission::plugins) fn store_with(
+        state: &Arc<ApiState>,
+        plugin: Box<dyn Plugin>,
+        plural: &str,
+        operation: Operation,
+        name: &str,
+    ) -> ResourceStore {
         let attrs = Attributes {
             operation,
-            resource: api_types::registry::by_group_resource("", "pods").expect("pods"),
+            resource: api_types::registry::by_group_resource("", plural).expect("resource"),
             subresource: String::new(),
             namespace: "ns".into(),
             name: name.into(),
@@ -1047,13 +1058,13 @@ mod through_the_store {
             dry_run: false,
         };
         let admission = RequestAdmission {
-            chain: Arc::new(Chain::of(vec![Box::new(ResourceQuota)])),
+            chain: Arc::new(Chain::of(vec![plugin])),
             attrs,
             state: state.clone(),
         };
         state
-            .store("", "v1", "pods")
-            .expect("pods store")
+            .store("", "v1", plural)
+            .expect("store")
             .with_admission(Arc::new(admission))
     }
 
@@ -1079,8 +1090,13 @@ mod through_the_store {
         panic!("the cache never showed pods={used}");
     }
 
-    #[tokio::test]
-    async fn pods_are_charged_refused_and_released() {
+    /// An apiserver state over a throw-away embedded store; the guard stops its caches and
+    /// the directory goes with the test.
+    pub(in crate::admission::plugins) async fn state() -> (
+        Arc<ApiState>,
+        tokio_util::sync::DropGuard,
+        tempfile::TempDir,
+    ) {
         let dir = tempfile::tempdir().expect("temp dir");
         let backend: Arc<dyn Backend> =
             Arc::new(EmbeddedBackend::open(dir.path()).expect("open the embedded store"));
@@ -1090,10 +1106,16 @@ mod through_the_store {
             30000..=30010,
         ));
         let shutdown = CancellationToken::new();
-        let _stop = shutdown.clone().drop_guard();
+        let guard = shutdown.clone().drop_guard();
         let state = ApiState::start(backend, services, shutdown)
             .await
             .expect("state");
+        (state, guard, dir)
+    }
+
+    #[tokio::test]
+    async fn pods_are_charged_refused_and_released() {
+        let (state, _stop, _dir) = state().await;
 
         let quotas = state.store("", "v1", "resourcequotas").unwrap();
         quotas
