@@ -19,7 +19,7 @@ use rustls::pki_types::{CertificateDer, ServerName};
 use rustls::{ClientConfig, RootCertStore};
 use serde_json::Value;
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
@@ -201,20 +201,26 @@ impl std::fmt::Debug for WebhookClient {
 }
 
 impl WebhookClient {
-    /// The TLS configuration trusting `ca_bundle`. Without a bundle upstream trusts the
-    /// system roots; we load none, so such a webhook is reachable only through a bundle.
+    /// The TLS configuration trusting `ca_bundle`, or the system roots without one.
     fn tls(&self, ca_bundle: Option<&[u8]>) -> Result<Arc<ClientConfig>, String> {
         let key = ca_bundle.map(<[u8]>::to_vec);
         if let Some(config) = self.configs.lock().get(&key) {
             return Ok(config.clone());
         }
         let mut roots = RootCertStore::empty();
-        if let Some(pem) = ca_bundle {
-            for cert in CertificateDer::pem_slice_iter(pem) {
-                let cert = cert.map_err(|e| format!("unable to load root certificates: {e}"))?;
-                roots
-                    .add(cert)
-                    .map_err(|e| format!("unable to load root certificates: {e}"))?;
+        match ca_bundle {
+            Some(pem) => {
+                for cert in CertificateDer::pem_slice_iter(pem) {
+                    let cert =
+                        cert.map_err(|e| format!("unable to load root certificates: {e}"))?;
+                    roots
+                        .add(cert)
+                        .map_err(|e| format!("unable to load root certificates: {e}"))?;
+                }
+            }
+            None => {
+                // Unparsable system certificates are skipped, as Go's loader skips them.
+                roots.add_parsable_certificates(system_roots().iter().cloned());
             }
         }
         let provider = Arc::new(rustls::crypto::ring::default_provider());
@@ -308,6 +314,18 @@ impl WebhookClient {
             Err(unsuccessful(status, &body))
         }
     }
+}
+
+/// The system's trusted roots, read once per process.
+fn system_roots() -> &'static [CertificateDer<'static>] {
+    static ROOTS: OnceLock<Vec<CertificateDer<'static>>> = OnceLock::new();
+    ROOTS.get_or_init(|| {
+        let loaded = rustls_native_certs::load_native_certs();
+        for error in &loaded.errors {
+            tracing::warn!(%error, "reading the system root certificates");
+        }
+        loaded.certs
+    })
 }
 
 fn join_host_port(host: &str, port: u16) -> String {
@@ -458,6 +476,18 @@ mod tests {
             resolve(&svc_endpoint(443), TEN, &none_ready).unwrap_err(),
             "no endpoints available for service \"hooks\""
         );
+    }
+
+    #[test]
+    fn configurations_are_cached_per_bundle() {
+        let client = WebhookClient::default();
+        let a = client.tls(None).unwrap();
+        assert!(Arc::ptr_eq(&a, &client.tls(None).unwrap()));
+        let bad = client.tls(Some(
+            b"-----BEGIN CERTIFICATE-----\nnope\n-----END CERTIFICATE-----\n",
+        ));
+        assert!(bad.is_err());
+        assert_eq!(client.configs.lock().len(), 1);
     }
 
     #[test]
