@@ -121,7 +121,7 @@ impl Evaluator {
                 POD_RESOURCES.contains(&resource)
                     || resource.starts_with("hugepages-")
                     || resource.starts_with("requests.hugepages-")
-                    || is_extended(resource)
+                    // Extended resources cannot be overcommitted: only their requests count.
                     || resource.strip_prefix("requests.").is_some_and(is_extended)
             }
             Evaluator::Services => matches!(
@@ -758,7 +758,15 @@ impl ResourceQuota {
         if attrs.dry_run {
             return Ok(());
         }
+        let deleting_quota = attrs
+            .is("", "resourcequotas")
+            .then_some(attrs.name.as_str());
         for quota in quotas_of(state, &attrs.namespace) {
+            // A quota being deleted needs no usage, and writing it would make the delete
+            // that is running this check lose its compare-and-swap.
+            if deleting_quota == Some(quota.name.as_str()) {
+                continue;
+            }
             let amount = released(evaluator, &quota, old, after);
             if !amount.is_empty() {
                 release(state, &attrs.namespace, &quota.name, &amount).await;
@@ -820,6 +828,29 @@ mod tests {
         );
         p["status"] = json!({"phase": "Succeeded"});
         assert_eq!(Evaluator::Pods.usage(&p), list(&[("count/pods", "1")]));
+    }
+
+    #[test]
+    fn which_quota_names_pods_answer_to() {
+        for name in [
+            "pods",
+            "limits.memory",
+            "hugepages-2Mi",
+            "requests.hugepages-1Gi",
+            "requests.example.com/gpu",
+        ] {
+            assert!(Evaluator::Pods.tracks(name), "{name}");
+        }
+        for name in [
+            "example.com/gpu",
+            "requests.kubernetes.io/x",
+            "services",
+            "requests.storage",
+        ] {
+            assert!(!Evaluator::Pods.tracks(name), "{name}");
+        }
+        assert!(Evaluator::Claims.tracks("gold.storageclass.storage.k8s.io/requests.storage"));
+        assert!(!Evaluator::Claims.tracks("gold.storageclass.storage.k8s.io/pods"));
     }
 
     #[test]
