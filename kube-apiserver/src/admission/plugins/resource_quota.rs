@@ -572,7 +572,9 @@ pub fn assess(
             .map(|(k, v)| (k.clone(), *v))
             .collect();
         quota.charge(&requested)?;
-        charges.push((i, requested));
+        if !requested.is_empty() {
+            charges.push((i, requested));
+        }
     }
     Ok(charges)
 }
@@ -920,6 +922,17 @@ mod tests {
         let used = roomy.charge(&charges[0].1).unwrap();
         assert_eq!(used["requests.memory"].canonical(), "1Gi");
         assert_eq!(used["configmaps"].canonical(), "0");
+    }
+
+    #[test]
+    fn a_quota_the_object_adds_nothing_to_is_not_written() {
+        let gpus = quota(
+            "gpu",
+            json!({"requests.example.com/gpu": "1"}),
+            json!({"requests.example.com/gpu": "1"}),
+        );
+        let charges = assess(&Evaluator::Pods, &[gpus], &pod(json!({})), None).unwrap();
+        assert!(charges.is_empty());
     }
 
     #[test]
