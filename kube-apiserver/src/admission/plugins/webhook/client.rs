@@ -185,17 +185,35 @@ fn from_slice(slice: &Value, port_name: &str) -> Option<(String, u16)> {
     Some((ip.to_string(), port))
 }
 
-/// The HTTPS client of a webhook plugin: one rustls configuration per distinct `caBundle`,
-/// so every request does not re-parse the bundle.
+type Sender = hyper::client::conn::http1::SendRequest<Full<Bytes>>;
+
+/// What makes two calls share a connection: the same address, name and trust.
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct PoolKey {
+    connect: (String, u16),
+    server_name: String,
+    ca_bundle: Option<Vec<u8>>,
+}
+
+/// Idle connections kept per target, as Go's transport keeps a few per host.
+const MAX_IDLE_PER_TARGET: usize = 8;
+/// Distinct bundles or targets kept before starting afresh (bundles rotate, webhooks move).
+const MAX_KEYS: usize = 64;
+
+/// The HTTPS client of a webhook plugin: one rustls configuration per distinct `caBundle`, so
+/// every call does not re-parse the bundle, and kept-alive connections per target, so every
+/// call does not pay a TLS handshake.
 #[derive(Default)]
 pub struct WebhookClient {
     configs: Mutex<HashMap<Option<Vec<u8>>, Arc<ClientConfig>>>,
+    idle: Mutex<HashMap<PoolKey, Vec<Sender>>>,
 }
 
 impl std::fmt::Debug for WebhookClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("WebhookClient")
             .field("configs", &self.configs.lock().len())
+            .field("idle_targets", &self.idle.lock().len())
             .finish()
     }
 }
@@ -231,9 +249,7 @@ impl WebhookClient {
             .with_no_client_auth();
         let config = Arc::new(config);
         let mut configs = self.configs.lock();
-        // Bundles rotate; a stale entry per old bundle is all this can leak, but keep the map
-        // from growing without bound when they do.
-        if configs.len() >= 64 {
+        if configs.len() >= MAX_KEYS {
             configs.clear();
         }
         configs.insert(key, config.clone());
@@ -263,6 +279,48 @@ impl WebhookClient {
         ca_bundle: Option<&[u8]>,
         body: Vec<u8>,
     ) -> Result<Vec<u8>, String> {
+        let key = PoolKey {
+            connect: target.connect.clone(),
+            server_name: target.server_name.clone(),
+            ca_bundle: ca_bundle.map(<[u8]>::to_vec),
+        };
+        let mut request = Request::post(target.path.as_str())
+            .header(header::HOST, target.authority.as_str())
+            .header(header::CONTENT_TYPE, "application/json")
+            .header(header::ACCEPT, "application/json, */*")
+            .header(header::USER_AGENT, "kube-apiserver-admission")
+            .body(Full::new(Bytes::from(body)))
+            .map_err(|e| e.to_string())?;
+        // Idle connections first. One the server has closed hands the request back unsent, so
+        // it goes on the next connection: never twice on the wire.
+        while let Some(mut sender) = self.take_idle(&key) {
+            if sender.ready().await.is_err() {
+                continue;
+            }
+            match sender.try_send_request(request).await {
+                Ok(response) => return self.finish(key, sender, response).await,
+                Err(mut e) => match e.take_message() {
+                    Some(unsent) => request = unsent,
+                    None => return Err(e.into_error().to_string()),
+                },
+            }
+        }
+        let mut sender = self.connect(target, ca_bundle).await?;
+        let response = sender
+            .send_request(request)
+            .await
+            .map_err(|e| e.to_string())?;
+        self.finish(key, sender, response).await
+    }
+
+    fn take_idle(&self, key: &PoolKey) -> Option<Sender> {
+        let mut idle = self.idle.lock();
+        let senders = idle.get_mut(key)?;
+        std::iter::from_fn(|| senders.pop()).find(|s| !s.is_closed())
+    }
+
+    /// A new TLS connection to the target.
+    async fn connect(&self, target: &Target, ca_bundle: Option<&[u8]>) -> Result<Sender, String> {
         let tls = self.tls(ca_bundle)?;
         let server_name = ServerName::try_from(target.server_name.clone())
             .map_err(|e| format!("invalid server name \"{}\": {e}", target.server_name))?;
@@ -282,24 +340,24 @@ impl WebhookClient {
             .connect(server_name, tcp)
             .await
             .map_err(|e| format!("tls: {e}"))?;
-        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
             .await
             .map_err(|e| e.to_string())?;
         tokio::spawn(async move {
-            // The connection ends with the request; its error is the request's error.
+            // The connection's errors reach the request using it.
             let _ = conn.await;
         });
-        let request = Request::post(target.path.as_str())
-            .header(header::HOST, target.authority.as_str())
-            .header(header::CONTENT_TYPE, "application/json")
-            .header(header::ACCEPT, "application/json, */*")
-            .header(header::USER_AGENT, "kube-apiserver-admission")
-            .body(Full::new(Bytes::from(body)))
-            .map_err(|e| e.to_string())?;
-        let response = sender
-            .send_request(request)
-            .await
-            .map_err(|e| e.to_string())?;
+        Ok(sender)
+    }
+
+    /// Reads the answer, then keeps the connection for the next call (a call cut short, by
+    /// its timeout or an error, drops it instead).
+    async fn finish(
+        &self,
+        key: PoolKey,
+        sender: Sender,
+        response: http::Response<hyper::body::Incoming>,
+    ) -> Result<Vec<u8>, String> {
         let status = response.status();
         let body = response
             .into_body()
@@ -308,11 +366,27 @@ impl WebhookClient {
             .map_err(|e| e.to_string())?
             .to_bytes()
             .to_vec();
+        {
+            let mut idle = self.idle.lock();
+            if idle.len() >= MAX_KEYS && !idle.contains_key(&key) {
+                idle.clear();
+            }
+            let senders = idle.entry(key).or_default();
+            if senders.len() < MAX_IDLE_PER_TARGET {
+                senders.push(sender);
+            }
+        }
         if status.is_success() {
             Ok(body)
         } else {
             Err(unsuccessful(status, &body))
         }
+    }
+
+    /// Connections kept for reuse (tests).
+    #[cfg(test)]
+    pub(crate) fn idle_connections(&self) -> usize {
+        self.idle.lock().values().map(Vec::len).sum()
     }
 }
 

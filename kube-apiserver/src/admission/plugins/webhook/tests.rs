@@ -74,10 +74,11 @@ impl Server {
 }
 
 async fn start(delay: Duration, handler: Handler) -> Server {
-    start_with(&ca(), delay, handler).await
+    start_with(&ca(), 0, delay, handler).await
 }
 
-async fn start_with(ca: &Ca, delay: Duration, handler: Handler) -> Server {
+/// A server with a certificate from `ca`, on `port` (0: any).
+async fn start_with(ca: &Ca, port: u16, delay: Duration, handler: Handler) -> Server {
     let received = Arc::new(Mutex::new(Vec::new()));
     let seen = received.clone();
     let service = hyper::service::service_fn(move |req: Request<Incoming>| {
@@ -104,7 +105,9 @@ async fn start_with(ca: &Ca, delay: Duration, handler: Handler) -> Server {
             Ok::<_, Infallible>(Response::new(Full::new(bytes)))
         }
     });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+        .await
+        .unwrap();
     let shutdown = CancellationToken::new();
     let tls = tls_config(serving_cert(ca)).unwrap();
     let running = serve(listener, Some(tls), service, shutdown.clone()).unwrap();
@@ -630,4 +633,39 @@ async fn a_mutating_webhook_may_refuse_a_delete_but_not_patch_it() {
         .unwrap_err();
     assert_eq!(err.code().as_u16(), 500);
     assert!(err.message().contains("attempted to modify the object"));
+}
+
+#[tokio::test]
+async fn calls_reuse_kept_alive_connections() {
+    let ca = ca();
+    let server = start_with(&ca, 0, Duration::ZERO, allow()).await;
+    let lookup = configs(
+        FakeLookup::default(),
+        Kind::Validating,
+        "c",
+        vec![hook("ok.example.com", &server, "/ok", json!({}))],
+    );
+    let plugin = ValidatingAdmissionWebhook::default();
+    for _ in 0..3 {
+        plugin
+            .run(&create_pod(), Some(&pod()), None, &lookup)
+            .await
+            .unwrap();
+    }
+    assert_eq!(server.calls("/ok"), 3);
+    // One connection served all three calls.
+    assert_eq!(plugin.client.idle_connections(), 1);
+
+    // The server restarts on the same address: the connection it closed is replaced, not an
+    // error.
+    let port = server.port;
+    drop(server);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let server = start_with(&ca, port, Duration::ZERO, allow()).await;
+    plugin
+        .run(&create_pod(), Some(&pod()), None, &lookup)
+        .await
+        .unwrap();
+    assert_eq!(server.calls("/ok"), 1);
+    assert_eq!(plugin.client.idle_connections(), 1);
 }
