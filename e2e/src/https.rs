@@ -82,9 +82,23 @@ impl Conn {
         Ok(Self { sender })
     }
 
-    /// Sends one request with a bearer token; `content_type` is set when there is a body.
+    /// Sends one request with the bearer token `e2e`; `content_type` is set when there is a
+    /// body.
     pub async fn send(
         &mut self,
+        method: &str,
+        path: &str,
+        content_type: Option<&str>,
+        body: impl Into<Bytes>,
+    ) -> anyhow::Result<(u16, String)> {
+        self.send_as(Some("e2e"), method, path, content_type, body)
+            .await
+    }
+
+    /// Sends one request with the bearer token `token`, or without credentials.
+    pub async fn send_as(
+        &mut self,
+        token: Option<&str>,
         method: &str,
         path: &str,
         content_type: Option<&str>,
@@ -93,8 +107,10 @@ impl Conn {
         let mut request = hyper::Request::builder()
             .method(method)
             .uri(path)
-            .header("authorization", "Bearer e2e")
             .header("accept", "application/json");
+        if let Some(token) = token {
+            request = request.header("authorization", format!("Bearer {token}"));
+        }
         if let Some(content_type) = content_type {
             request = request.header("content-type", content_type);
         }
@@ -130,6 +146,19 @@ pub async fn request(
     Conn::open(addr, ca_file, Version::Http1)
         .await?
         .send(method, path, content_type, body)
+        .await
+}
+
+/// GETs `path` as the holder of `token` (anonymously with None).
+pub async fn get_as(
+    addr: SocketAddr,
+    ca_file: &Path,
+    token: Option<&str>,
+    path: &str,
+) -> anyhow::Result<(u16, String)> {
+    Conn::open(addr, ca_file, Version::Http1)
+        .await?
+        .send_as(token, "GET", path, None, Bytes::new())
         .await
 }
 

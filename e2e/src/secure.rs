@@ -118,24 +118,15 @@ impl SecureCluster {
         Kubectl::upstream_with_kubeconfig(&dir, &kubeconfig)
     }
 
-    /// kubectl without credentials.
-    pub fn anonymous(&self) -> Kubectl {
-        let dir = self.user_dir("anonymous");
-        let kubeconfig = dir.join("kubeconfig");
-        write_anonymous_kubeconfig(&kubeconfig, &self.server.url(), &self.server.ca_file());
-        Kubectl::upstream_with_kubeconfig(&dir, &kubeconfig)
+    /// GET `path` without credentials: (status, body).
+    pub async fn anonymous_get(&self, path: &str) -> (u16, String) {
+        crate::https::get_as(self.server.addr(), &self.server.ca_file(), None, path)
+            .await
+            .unwrap_or_else(|e| panic!("GET {path}: {e:#}"))
     }
 
     /// The temp dir, for files a test writes.
     pub fn dir(&self) -> &Path {
         &self.dir
     }
-}
-
-fn write_anonymous_kubeconfig(path: &Path, server: &str, ca_file: &Path) {
-    let config = format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: e2e\n  cluster:\n    server: {server}\n    certificate-authority: {}\nusers:\n- name: anonymous\n  user: {{}}\ncontexts:\n- name: e2e\n  context:\n    cluster: e2e\n    user: anonymous\ncurrent-context: e2e\n",
-        ca_file.display()
-    );
-    std::fs::write(path, config).expect("kubeconfig");
 }

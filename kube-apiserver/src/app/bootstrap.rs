@@ -1,5 +1,5 @@
-//! Objects every cluster has from the start: the system namespaces, and the `kubernetes`
-//! service in `default` with the endpoints of this apiserver.
+//! Objects every cluster has from the start: the system namespaces, the system priority
+//! classes, and the `kubernetes` service in `default` with the endpoints of this apiserver.
 
 use super::config::Config;
 use crate::registry::{Part, RegistryError};
@@ -20,6 +20,14 @@ pub async fn ensure(state: &ApiState, config: &Config) -> anyhow::Result<()> {
     for name in SYSTEM_NAMESPACES {
         let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
         ignore_exists(namespaces.create(None, ns).await)?;
+    }
+
+    // system-node-critical and system-cluster-critical, which upstream's apiserver creates.
+    let priority_classes = state
+        .store("scheduling.k8s.io", "v1", "priorityclasses")
+        .expect("priorityclasses are served");
+    for class in crate::admission::plugins::priority::system_priority_classes() {
+        ignore_exists(priority_classes.create(None, class).await)?;
     }
 
     let range = config.service_cluster_ip_range;

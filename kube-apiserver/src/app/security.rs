@@ -12,6 +12,11 @@ use crate::http::auth::authenticator::Authenticator;
 use crate::http::auth::authorizer::{
     AlwaysAllow, AlwaysDeny, Authorizer, Union, with_privileged_groups,
 };
+use crate::http::auth::bootstrap_token::BootstrapTokenAuthenticator;
+use crate::http::auth::service_account::{
+    EXPIRATION_EXTENSION_SECONDS, ServiceAccountTokenAuthenticator, TokenSigner,
+    load_verification_keys,
+};
 use crate::http::auth::token_file::TokenFile;
 use crate::registry::ObjectLookup;
 use crate::rest::state::{ApiState, Security};
@@ -32,8 +37,43 @@ pub async fn install(
         .map(TokenFile::load)
         .transpose()
         .context("reading --token-auth-file")?;
-    let authenticator = Authenticator::new(tokens, config.anonymous_auth)
+    let mut authenticator = Authenticator::new(tokens, config.anonymous_auth)
         .with_audiences(config.api_audiences.clone());
+    let lookup: Arc<dyn ObjectLookup> = state.clone();
+    let accounts = &config.service_accounts;
+    let token_signer = match &accounts.signing_key_file {
+        Some(file) => {
+            let issuer = accounts.issuers.first().cloned().unwrap_or_default();
+            let signer = TokenSigner::load(file, issuer, accounts.max_token_expiration)?
+                .with_extended_expiration(Some(EXPIRATION_EXTENSION_SECONDS));
+            Some(Arc::new(signer))
+        }
+        None => None,
+    };
+    let mut keys = load_verification_keys(&accounts.key_files)
+        .context("reading --service-account-key-file")?;
+    if keys.is_empty()
+        && let Some(signer) = &token_signer
+    {
+        keys.push(signer.verification_key());
+    }
+    if !keys.is_empty() {
+        let source = ServiceAccountTokenAuthenticator::new(
+            accounts.issuers.clone(),
+            keys,
+            config.api_audiences.clone(),
+            lookup.clone(),
+        )
+        .with_legacy_lookup(accounts.lookup)
+        .with_storage_fallback(state.clone());
+        authenticator = authenticator.with_token_source(Arc::new(source));
+    }
+    if config.enable_bootstrap_token_auth {
+        authenticator = authenticator.with_token_source(Arc::new(
+            BootstrapTokenAuthenticator::new(lookup.clone())
+                .with_api_audiences(config.api_audiences.clone()),
+        ));
+    }
 
     let mut rbac = None;
     let mut authorizers: Vec<Box<dyn Authorizer>> = Vec::new();
@@ -54,8 +94,7 @@ pub async fn install(
                 rbac = Some(store);
             }
             AuthorizationMode::Node => {
-                let lookup: Arc<dyn ObjectLookup> = state.clone();
-                authorizers.push(Box::new(NodeAuthorizer::new(lookup)));
+                authorizers.push(Box::new(NodeAuthorizer::new(lookup.clone())));
             }
         }
     }
@@ -66,7 +105,8 @@ pub async fn install(
         admission: Arc::new(admission),
         authorizer: authorizer.clone(),
         rbac,
-        token_signer: None,
+        token_signer,
+        api_audiences: config.api_audiences.clone(),
     });
     Ok(StackConfig {
         authenticator: Arc::new(authenticator),

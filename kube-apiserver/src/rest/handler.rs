@@ -120,12 +120,13 @@ where
     } else {
         entry.store.clone()
     };
+    let call_user = req
+        .extensions()
+        .get::<UserInfo>()
+        .cloned()
+        .unwrap_or_else(UserInfo::anonymous);
     if let Some(operation) = admission_operation(&request.verb) {
-        let user = req
-            .extensions()
-            .get::<UserInfo>()
-            .cloned()
-            .unwrap_or_else(UserInfo::anonymous);
+        let user = call_user.clone();
         let attrs = Attributes {
             operation,
             resource: info,
@@ -205,6 +206,20 @@ where
         (_, "scale") => subresources::scale(&call, body).await,
         ("create", "binding") => subresources::bind(&call, body).await,
         ("create", "eviction") => subresources::evict(&call, body).await,
+        ("create", "token") if info.group.is_empty() && info.plural == "serviceaccounts" => {
+            let request = read_body_value(&call, body).await?;
+            let security = state.security();
+            let answered = super::token_request::serve(
+                state,
+                request_namespace(&call),
+                call.name(),
+                request,
+                &security.api_audiences,
+                &call_user,
+            )
+            .await?;
+            call.object_response(StatusCode::CREATED, answered)
+        }
         (verb, sub) => {
             let resource = if sub.is_empty() {
                 info.plural.to_string()
@@ -214,6 +229,10 @@ where
             Err(ApiError::method_not_supported(info.group, &resource, verb))
         }
     }
+}
+
+fn request_namespace<'a>(call: &'a Call<'_>) -> &'a str {
+    call.namespace.unwrap_or_default()
 }
 
 /// The admission operation of a write verb; None for reads.

@@ -33,6 +33,8 @@ pub struct Security {
     pub rbac: Option<Arc<RbacStore>>,
     /// `--service-account-signing-key-file`: TokenRequest is served only with one.
     pub token_signer: Option<Arc<TokenSigner>>,
+    /// `--api-audiences`: a TokenRequest naming none gets these.
+    pub api_audiences: Vec<String>,
 }
 
 impl Default for Security {
@@ -43,6 +45,7 @@ impl Default for Security {
             authorizer: Arc::new(AlwaysAllow),
             rbac: None,
             token_signer: None,
+            api_audiences: Vec::new(),
         }
     }
 }

@@ -418,7 +418,6 @@ mod tests {
     /// Against the registry: everything is created once, a second run writes nothing, and a
     /// changed object is mended as upstream does it.
     #[tokio::test]
-    #[ignore = "the registry validates RBAC names as DNS subdomains (rejecting `system:*`) until registry/validate.rs uses upstream's path-segment rule for rbac.authorization.k8s.io"]
     async fn reconciles_through_the_registry() {
         use crate::auth::rbac::test_support::test_state;
         let t = test_state().await;

@@ -101,7 +101,7 @@ where
                     inner.call(req).await
                 }
                 Err(e) => {
-                    tracing::debug!(error = %e, uri = %req.uri(), "unable to authenticate the request");
+                    tracing::info!(error = %e, uri = %req.uri(), "unable to authenticate the request");
                     Ok(ApiError::unauthorized("Unauthorized").into_response())
                 }
             }
