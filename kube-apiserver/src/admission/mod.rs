@@ -56,6 +56,28 @@ pub struct Attributes {
     /// `dryRun=All`: plugins must not have side effects (a webhook without
     /// `sideEffects: None|NoneOnDryRun` refuses the request instead).
     pub dry_run: bool,
+    /// What plugins want the client told (`Warning` response headers).
+    pub warnings: Warnings,
+}
+
+/// Warnings collected while a request is admitted; clones share one list.
+#[derive(Debug, Clone, Default)]
+pub struct Warnings(std::sync::Arc<parking_lot::Mutex<Vec<String>>>);
+
+impl Warnings {
+    /// Adds a warning (once: a write retried after a conflict is admitted again).
+    pub fn push(&self, warning: impl Into<String>) {
+        let warning = warning.into();
+        let mut list = self.0.lock();
+        if !list.contains(&warning) {
+            list.push(warning);
+        }
+    }
+
+    /// The warnings so far.
+    pub fn list(&self) -> Vec<String> {
+        self.0.lock().clone()
+    }
 }
 
 impl Attributes {

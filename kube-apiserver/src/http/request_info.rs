@@ -31,6 +31,9 @@ pub struct RequestInfo {
     pub name: String,
     /// The path segments from the resource on: `resource/name/subresource/...`.
     pub parts: Vec<String>,
+    /// The field selector of a list or watch (everything when none was given); None when the
+    /// request's selector is unknown (authorization reviews).
+    pub field_selector: Option<fields::Selector>,
 }
 
 /// Why a request path cannot be understood (upstream answers these with 404).
@@ -134,6 +137,7 @@ impl RequestInfo {
         if info.name.is_empty() && info.verb == "get" {
             let opts = ListQuery::parse(query.unwrap_or(""));
             info.verb = if opts.watch { "watch" } else { "list" }.to_string();
+            info.field_selector = Some(opts.field_selector.clone());
             if let Some(name) = opts.field_selector_name
                 && is_valid_path_segment_name(&name)
             {
@@ -193,6 +197,7 @@ impl RequestInfo {
 struct ListQuery {
     watch: bool,
     field_selector_name: Option<String>,
+    field_selector: fields::Selector,
 }
 
 impl ListQuery {
@@ -220,22 +225,24 @@ impl ListQuery {
             if let Some(v) = first("labelSelector") {
                 api_types::labels::Selector::parse(v).ok()?;
             }
-            let field_selector_name = match first("fieldSelector") {
-                Some(v) => fields::Selector::parse(v)
-                    .ok()?
-                    .requires_exact_match("metadata.name")
-                    .map(str::to_string),
-                None => None,
+            let field_selector = match first("fieldSelector") {
+                Some(v) => fields::Selector::parse(v).ok()?,
+                None => fields::Selector::everything(),
             };
+            let field_selector_name = field_selector
+                .requires_exact_match("metadata.name")
+                .map(str::to_string);
             Some(ListQuery {
                 watch,
                 field_selector_name,
+                field_selector,
             })
         })();
         parsed.unwrap_or_else(|| ListQuery {
             watch: first("watch")
                 .is_some_and(|v| !matches!(v.to_ascii_lowercase().as_str(), "false" | "0")),
             field_selector_name: None,
+            field_selector: fields::Selector::everything(),
         })
     }
 }

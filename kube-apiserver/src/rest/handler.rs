@@ -5,7 +5,7 @@ use super::field_validation::FieldValidation;
 use super::query::Query;
 use super::state::{ApiState, ResourceEntry};
 use super::{subresources, watch};
-use crate::admission::{Attributes, Operation, RequestAdmission};
+use crate::admission::{Attributes, Operation, RequestAdmission, Warnings};
 use crate::http::auth::user::UserInfo;
 use crate::http::body::{MAX_REQUEST_BODY_BYTES, decode, read_body};
 use crate::http::negotiation::{
@@ -74,10 +74,14 @@ where
     B: HttpBody + Send + 'static,
     B::Error: Into<BoxError>,
 {
-    match dispatch(state, request, req).await {
+    // Admission plugins (PodSecurity's warn mode, webhooks) add warnings for the client,
+    // whatever the outcome.
+    let warnings = Warnings::default();
+    let response = match dispatch(state, request, req, &warnings).await {
         Ok(response) => response,
         Err(err) => err.into_response(),
-    }
+    };
+    with_warnings(response, &warnings.list())
 }
 
 fn header_string<B>(req: &Request<B>, name: header::HeaderName) -> Option<String> {
@@ -91,6 +95,7 @@ async fn dispatch<B>(
     state: &Arc<ApiState>,
     request: &RequestInfo,
     req: Request<B>,
+    warnings: &Warnings,
 ) -> Result<Response<Body>, ApiError>
 where
     B: HttpBody + Send + 'static,
@@ -125,6 +130,7 @@ where
         .get::<UserInfo>()
         .cloned()
         .unwrap_or_else(UserInfo::anonymous);
+    let mut admission_attrs = None;
     if let Some(operation) = admission_operation(&request.verb) {
         let user = call_user.clone();
         let attrs = Attributes {
@@ -135,7 +141,9 @@ where
             name: request.name.clone(),
             user,
             dry_run,
+            warnings: warnings.clone(),
         };
+        admission_attrs = Some(attrs.clone());
         store = store.with_admission(Arc::new(RequestAdmission {
             chain: state.security().admission.clone(),
             attrs,
@@ -207,8 +215,20 @@ where
         ("create", "binding") => subresources::bind(&call, body).await,
         ("create", "eviction") => subresources::evict(&call, body).await,
         ("create", "token") if info.group.is_empty() && info.plural == "serviceaccounts" => {
-            let request = read_body_value(&call, body).await?;
+            let mut request = read_body_value(&call, body).await?;
             let security = state.security();
+            // The TokenRequest itself is admitted (NodeRestriction limits kubelets to tokens
+            // bound to their own pods); the service account is not written.
+            if let Some(attrs) = &admission_attrs {
+                security
+                    .admission
+                    .admit(attrs, &mut request, None, state)
+                    .await?;
+                security
+                    .admission
+                    .validate(attrs, Some(&request), None, state)
+                    .await?;
+            }
             let answered = super::token_request::serve(
                 state,
                 request_namespace(&call),

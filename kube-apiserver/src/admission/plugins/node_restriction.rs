@@ -733,6 +733,7 @@ mod tests {
                 ..Default::default()
             },
             dry_run: false,
+            warnings: Default::default(),
         }
     }
 

@@ -1100,6 +1100,7 @@ pub(super) mod through_the_store {
             name: name.into(),
             user: Default::default(),
             dry_run: false,
+            warnings: Default::default(),
         };
         let admission = RequestAdmission {
             chain: Arc::new(Chain::of(vec![plugin])),

@@ -592,6 +592,7 @@ pub(super) mod fixture {
             name: name.to_string(),
             user: UserInfo::default(),
             dry_run: false,
+            warnings: Default::default(),
         }
     }
 }

@@ -235,8 +235,11 @@ impl NodeAuthorizer {
 
 impl Authorizer for NodeAuthorizer {
     fn authorize(&self, attrs: &Attributes<'_>) -> Decision {
-        // TODO(request info): pass the request's field selector once RequestInfo carries it.
-        self.authorize_with_selector(attrs.user, attrs.request, None)
+        self.authorize_with_selector(
+            attrs.user,
+            attrs.request,
+            attrs.request.field_selector.as_ref(),
+        )
     }
 }
 

@@ -183,14 +183,9 @@ impl PodSecurity {
         Ok(ns["metadata"]["labels"].clone())
     }
 
-    fn log_warnings(attrs: &Attributes, name: &str, warnings: &[String]) {
+    fn log_warnings(attrs: &Attributes, _name: &str, warnings: &[String]) {
         for warning in warnings {
-            tracing::info!(
-                namespace = %attrs.namespace,
-                resource = attrs.resource.plural,
-                name,
-                "PodSecurity warning: {warning}"
-            );
+            attrs.warnings.push(warning.clone());
         }
     }
 
@@ -499,6 +494,7 @@ mod tests {
                 name: name.to_string(),
                 user: UserInfo::default(),
                 dry_run: false,
+                warnings: Default::default(),
             }
         }
 

@@ -215,6 +215,7 @@ pub(crate) mod tests {
                 extra: Default::default(),
             },
             dry_run: false,
+            warnings: Default::default(),
         }
     }
 

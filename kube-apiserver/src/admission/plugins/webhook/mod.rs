@@ -66,10 +66,8 @@ async fn call(
         .map_err(failed_call)?;
     let response =
         review::parse_response(&answer, &uid, mutating, version).map_err(CallError::Calling)?;
-    // Upstream hands these to the client as `Warning` headers; the admission interface has
-    // no way to reach the response yet.
     for warning in &response.warnings {
-        tracing::info!(webhook = %hook.name, %warning, "admission webhook warning");
+        attrs.warnings.push(warning.clone());
     }
     if !response.allowed {
         return Err(CallError::Refused(review::denial(
