@@ -11,3 +11,5 @@ pub mod registry;
 pub mod rest;
 pub mod storage;
 pub mod tables;
+#[cfg(test)]
+pub(crate) mod test_support;

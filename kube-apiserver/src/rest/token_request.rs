@@ -372,12 +372,9 @@ fn rfc3339(unix_seconds: i64) -> String {
 mod tests {
     use super::*;
     use crate::http::auth::service_account::TokenSigner;
-    use crate::registry::services::{Ipv4Cidr, ServiceAllocator};
     use crate::rest::state::Security;
-    use crate::storage::backend::Backend;
-    use crate::storage::embedded::EmbeddedBackend;
+    use crate::test_support::{TestState, test_state};
     use std::sync::Arc;
-    use tokio_util::sync::CancellationToken;
 
     const API: &str = "https://kubernetes.default.svc";
 
@@ -464,40 +461,14 @@ mod tests {
         );
     }
 
-    /// An apiserver state over a throw-away embedded store.
-    struct TestState {
-        state: Arc<ApiState>,
-        shutdown: CancellationToken,
-        _dir: tempfile::TempDir,
-    }
-
-    impl Drop for TestState {
-        fn drop(&mut self) {
-            self.shutdown.cancel();
-        }
-    }
-
+    /// The shared test state with `signer` (if any) issuing tokens.
     async fn state(signer: Option<TokenSigner>) -> TestState {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let backend: Arc<dyn Backend> = Arc::new(EmbeddedBackend::open(dir.path()).expect("store"));
-        let services = Arc::new(ServiceAllocator::new(
-            backend.clone(),
-            Ipv4Cidr::parse("10.96.0.0/24").expect("cidr"),
-            30000..=30010,
-        ));
-        let shutdown = CancellationToken::new();
-        let state = ApiState::start(backend, services, shutdown.clone())
-            .await
-            .expect("state");
-        state.set_security(Security {
+        let test = test_state().await;
+        test.state.set_security(Security {
             token_signer: signer.map(Arc::new),
             ..Default::default()
         });
-        TestState {
-            state,
-            shutdown,
-            _dir: dir,
-        }
+        test
     }
 
     async fn create(

@@ -630,13 +630,14 @@ mod tests {
 #[cfg(test)]
 mod through_the_store {
     use super::*;
-    use crate::admission::plugins::resource_quota::through_the_store::{state, store_with};
+    use crate::admission::plugins::resource_quota::through_the_store::store_with;
+    use crate::test_support::{test_state, wait_cached};
     use serde_json::json;
-    use std::time::Duration;
 
     #[tokio::test]
     async fn pods_get_defaults_and_oversized_ones_are_refused() {
-        let (state, _stop, _dir) = state().await;
+        let test = test_state().await;
+        let state = test.state.clone();
         state
             .store("", "v1", "limitranges")
             .unwrap()
@@ -649,15 +650,7 @@ mod through_the_store {
             )
             .await
             .expect("limit range");
-        for _ in 0..500 {
-            if !state
-                .list("", "limitranges", Some("ns"), &|_| true)
-                .is_empty()
-            {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        wait_cached(&state, "", "limitranges", Some("ns"), "lr").await;
         let pod = |name: &str, resources: Value| {
             json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
                    "spec": {"containers": [{"name": "c", "image": "busybox",

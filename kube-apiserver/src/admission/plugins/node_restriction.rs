@@ -1118,24 +1118,10 @@ mod tests {
     /// eviction becomes are checked in the validating phase.
     #[tokio::test]
     async fn plugin_checks_deletes_and_evictions_against_the_caches() {
-        use crate::registry::services::{Ipv4Cidr, ServiceAllocator};
-        use crate::storage::backend::Backend;
-        use crate::storage::embedded::EmbeddedBackend;
-        use std::sync::Arc;
-        use tokio_util::sync::CancellationToken;
+        use crate::test_support::{test_state, wait_cached};
 
-        let dir = tempfile::tempdir().expect("temp dir");
-        let backend: Arc<dyn Backend> = Arc::new(EmbeddedBackend::open(dir.path()).expect("store"));
-        let services = Arc::new(ServiceAllocator::new(
-            backend.clone(),
-            Ipv4Cidr::parse("10.96.0.0/24").expect("cidr"),
-            30000..=30010,
-        ));
-        let shutdown = CancellationToken::new();
-        let _stop = shutdown.clone().drop_guard();
-        let state = ApiState::start(backend, services, shutdown)
-            .await
-            .expect("state");
+        let test = test_state().await;
+        let state = test.state.clone();
         let pods = state.store("", "v1", "pods").expect("pods");
         let theirs = pods
             .create(
@@ -1146,12 +1132,7 @@ mod tests {
             )
             .await
             .expect("create");
-        for _ in 0..200 {
-            if ObjectLookup::get(&*state, "", "pods", Some("default"), "theirs").is_some() {
-                break;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-        }
+        wait_cached(&state, "", "pods", Some("default"), "theirs").await;
         let plugin = NodeRestriction;
         let evict = attrs(
             Operation::Create,

@@ -1071,14 +1071,11 @@ mod tests {
 pub(super) mod through_the_store {
     use super::*;
     use crate::admission::{Chain, RequestAdmission};
-    use crate::registry::services::{Ipv4Cidr, ServiceAllocator};
     use crate::registry::{DeleteOptions, ResourceStore};
-    use crate::storage::backend::Backend;
-    use crate::storage::embedded::EmbeddedBackend;
+    use crate::test_support::test_state;
     use serde_json::json;
     use std::sync::Arc;
     use std::time::Duration;
-    use tokio_util::sync::CancellationToken;
 
     fn pods_store(state: &Arc<ApiState>, operation: Operation, name: &str) -> ResourceStore {
         store_with(state, Box::new(ResourceQuota), "pods", operation, name)
@@ -1135,32 +1132,10 @@ pub(super) mod through_the_store {
         panic!("the cache never showed pods={used}");
     }
 
-    /// An apiserver state over a throw-away embedded store; the guard stops its caches and
-    /// the directory goes with the test.
-    pub(in crate::admission::plugins) async fn state() -> (
-        Arc<ApiState>,
-        tokio_util::sync::DropGuard,
-        tempfile::TempDir,
-    ) {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let backend: Arc<dyn Backend> =
-            Arc::new(EmbeddedBackend::open(dir.path()).expect("open the embedded store"));
-        let services = Arc::new(ServiceAllocator::new(
-            backend.clone(),
-            Ipv4Cidr::parse("10.96.0.0/24").expect("cidr"),
-            30000..=30010,
-        ));
-        let shutdown = CancellationToken::new();
-        let guard = shutdown.clone().drop_guard();
-        let state = ApiState::start(backend, services, shutdown)
-            .await
-            .expect("state");
-        (state, guard, dir)
-    }
-
     #[tokio::test]
     async fn pods_are_charged_refused_and_released() {
-        let (state, _stop, _dir) = state().await;
+        let test = test_state().await;
+        let state = test.state.clone();
 
         let quotas = state.store("", "v1", "resourcequotas").unwrap();
         quotas

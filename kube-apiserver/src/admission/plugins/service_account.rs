@@ -510,46 +510,23 @@ pub(super) fn map_child_array<'a>(
 pub(super) mod fixture {
     use crate::admission::{Attributes, Operation};
     use crate::http::auth::user::UserInfo;
-    use crate::registry::ObjectLookup;
-    use crate::registry::services::{Ipv4Cidr, ServiceAllocator};
-    use crate::rest::state::ApiState;
-    use crate::storage::backend::Backend;
-    use crate::storage::embedded::EmbeddedBackend;
+    use crate::test_support::{TestState, test_state, wait_cached};
     use serde_json::Value;
-    use std::sync::Arc;
-    use std::time::Duration;
-    use tokio_util::sync::CancellationToken;
+    use std::ops::Deref;
 
-    pub struct Fixture {
-        pub state: Arc<ApiState>,
-        shutdown: CancellationToken,
-        _dir: tempfile::TempDir,
-    }
+    /// The shared [`TestState`], with a helper storing objects and waiting for the caches.
+    pub(crate) struct Fixture(TestState);
 
-    impl Drop for Fixture {
-        fn drop(&mut self) {
-            self.shutdown.cancel();
+    impl Deref for Fixture {
+        type Target = TestState;
+
+        fn deref(&self) -> &TestState {
+            &self.0
         }
     }
 
     pub async fn fixture() -> Fixture {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let backend: Arc<dyn Backend> =
-            Arc::new(EmbeddedBackend::open(dir.path()).expect("embedded store"));
-        let services = Arc::new(ServiceAllocator::new(
-            backend.clone(),
-            Ipv4Cidr::parse("10.96.0.0/24").expect("cidr"),
-            30000..=30010,
-        ));
-        let shutdown = CancellationToken::new();
-        let state = ApiState::start(backend, services, shutdown.clone())
-            .await
-            .expect("state");
-        Fixture {
-            state,
-            shutdown,
-            _dir: dir,
-        }
+        Fixture(test_state().await)
     }
 
     impl Fixture {
@@ -573,13 +550,7 @@ pub(super) mod fixture {
                 .create(namespace, object)
                 .await
                 .expect("create");
-            for _ in 0..200 {
-                if self.state.get(group, plural, namespace, &name).is_some() {
-                    return;
-                }
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
-            panic!("{plural}/{name} never reached the cache");
+            wait_cached(&self.state, group, plural, namespace, &name).await;
         }
     }
 

@@ -16,8 +16,6 @@ pub mod rule;
 pub mod rules_review;
 pub mod state;
 pub mod sync;
-#[cfg(test)]
-mod test_support;
 pub mod write_check;
 
 pub use authorizer::{

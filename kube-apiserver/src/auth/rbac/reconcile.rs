@@ -419,7 +419,7 @@ mod tests {
     /// changed object is mended as upstream does it.
     #[tokio::test]
     async fn reconciles_through_the_registry() {
-        use crate::auth::rbac::test_support::test_state;
+        use crate::test_support::test_state;
         let t = test_state().await;
         let state = &t.state;
         let total = bootstrap_cluster_roles().len()

@@ -184,7 +184,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::auth::rbac::test_support::test_state;
+    use crate::test_support::test_state;
 
     async fn eventually(what: &str, mut done: impl FnMut() -> bool) {
         let deadline = Instant::now() + Duration::from_secs(5);

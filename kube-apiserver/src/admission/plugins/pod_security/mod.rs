@@ -429,38 +429,14 @@ mod tests {
     mod through_the_state {
         use super::*;
         use crate::http::auth::user::UserInfo;
-        use crate::registry::services::{Ipv4Cidr, ServiceAllocator};
-        use crate::storage::backend::Backend;
-        use crate::storage::embedded::EmbeddedBackend;
-        use std::sync::Arc;
-        use tokio_util::sync::CancellationToken;
+        use crate::test_support::{TestState, test_state};
 
-        struct Fixture {
-            state: Arc<ApiState>,
-            shutdown: CancellationToken,
-            _dir: tempfile::TempDir,
-        }
-
-        impl Drop for Fixture {
-            fn drop(&mut self) {
-                self.shutdown.cancel();
-            }
-        }
-
-        async fn fixture(namespaces: &[(&str, Value)]) -> Fixture {
-            let dir = tempfile::tempdir().expect("temp dir");
-            let backend: Arc<dyn Backend> =
-                Arc::new(EmbeddedBackend::open(dir.path()).expect("embedded store"));
-            let services = Arc::new(ServiceAllocator::new(
-                backend.clone(),
-                Ipv4Cidr::parse("10.96.0.0/24").expect("cidr"),
-                30000..=30010,
-            ));
-            let shutdown = CancellationToken::new();
-            let state = ApiState::start(backend, services, shutdown.clone())
-                .await
-                .expect("state");
-            let store = state.store("", "v1", "namespaces").expect("namespaces");
+        async fn fixture(namespaces: &[(&str, Value)]) -> TestState {
+            let test = test_state().await;
+            let store = test
+                .state
+                .store("", "v1", "namespaces")
+                .expect("namespaces");
             for (name, labels) in namespaces {
                 store
                     .create(
@@ -471,11 +447,7 @@ mod tests {
                     .await
                     .expect("namespace");
             }
-            Fixture {
-                state,
-                shutdown,
-                _dir: dir,
-            }
+            test
         }
 
         fn attrs(

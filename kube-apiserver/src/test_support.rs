@@ -1,10 +1,12 @@
-//! An apiserver state over a throw-away embedded store, for the tests that write RBAC objects
+//! An apiserver state over a throw-away embedded store, for the unit tests that write objects
 //! through the registry and read them back through the watch caches.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
+use crate::registry::ObjectLookup;
 use crate::registry::services::{Ipv4Cidr, ServiceAllocator};
 use crate::rest::state::ApiState;
 use crate::storage::backend::Backend;
@@ -41,5 +43,24 @@ pub(crate) async fn test_state() -> TestState {
         state,
         shutdown,
         _dir: dir,
+    }
+}
+
+/// Waits until the watch cache shows the object (the readers under test see only the caches,
+/// which follow the store asynchronously); panics after five seconds.
+pub(crate) async fn wait_cached(
+    state: &ApiState,
+    group: &str,
+    plural: &str,
+    namespace: Option<&str>,
+    name: &str,
+) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while ObjectLookup::get(state, group, plural, namespace, name).is_none() {
+        assert!(
+            Instant::now() < deadline,
+            "{plural}/{name} never reached the cache"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
