@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what building and testing need on a fresh machine, and nothing when it is there.
 # Today: the Rust toolchain pinned in rust-toolchain.toml (with rustfmt and clippy), curl,
-# protoc (etcd-client generates its gRPC code at build time) and etcd (the etcd backend's tests
+# openssl, protoc (etcd-client generates its gRPC code at build time) and etcd (the etcd backend's tests
 # start a real one).
 # The upstream kubectl the tests use as an oracle is expected at /usr/bin/kubectl.
 set -euo pipefail
@@ -11,6 +11,8 @@ cd "$root"
 
 need_apt=()
 command -v curl >/dev/null 2>&1 || need_apt+=(curl)
+# hack/local-up-cluster.sh makes the service account signing key with openssl.
+command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)
 command -v protoc >/dev/null 2>&1 || need_apt+=(protobuf-compiler)
 [ -x /usr/bin/etcd ] || need_apt+=(etcd-server)
 # The e2e tests build a venv with the official Kubernetes Python client (pip, from PyPI).

@@ -45,8 +45,24 @@ cleanup() {
 }
 trap cleanup INT TERM EXIT
 
+# The admin's token (system:masters) and the service account signing key, kept across runs.
+if [ ! -s "$dir/certs/tokens.csv" ]; then
+  token=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')
+  (umask 077 && echo "$token,admin,admin,system:masters" >"$dir/certs/tokens.csv")
+fi
+token=$(cut -d, -f1 "$dir/certs/tokens.csv")
+if [ ! -s "$dir/certs/service-account.key" ]; then
+  (umask 077 && openssl ecparam -name prime256v1 -genkey -noout 2>/dev/null |
+    openssl pkcs8 -topk8 -nocrypt -out "$dir/certs/service-account.key")
+fi
+
 "$bin/kube-apiserver" --secure-port="$port" --bind-address=127.0.0.1 --cert-dir="$dir/certs" \
   "${storage[@]}" \
+  --token-auth-file="$dir/certs/tokens.csv" \
+  --authorization-mode=Node,RBAC \
+  --service-account-issuer=https://kubernetes.default.svc.cluster.local \
+  --service-account-signing-key-file="$dir/certs/service-account.key" \
+  --service-account-key-file="$dir/certs/service-account.key" \
   >"$dir/logs/kube-apiserver.log" 2>&1 &
 pids+=($!)
 
@@ -62,8 +78,6 @@ for _ in $(seq 1 200); do
   sleep 0.05
 done
 
-# Without --token-auth-file every caller is anonymous and AlwaysAllow lets it do anything (RBAC
-# arrives with the security issue); the token only keeps kubectl from prompting.
 cat >"$dir/admin.kubeconfig" <<KUBECONFIG
 apiVersion: v1
 kind: Config
@@ -75,7 +89,7 @@ clusters:
 users:
 - name: admin
   user:
-    token: local-up-admin
+    token: $token
 contexts:
 - name: local
   context:

@@ -32,8 +32,18 @@ pub struct ApiServer {
 impl ApiServer {
     /// Starts the apiserver with certificates in `<dir>/certs` and the embedded store in
     /// `<dir>/data` (or an etcd with its data in `<dir>/etcd`), and waits for `/readyz`.
+    ///
+    /// No controller manager runs beside it, so nothing creates the `default` service account
+    /// of a namespace: ServiceAccount admission is off here (it would refuse every pod, as
+    /// upstream's does without that controller). [`ApiServer::start_with`] keeps upstream's
+    /// plugins.
     pub async fn start(dir: &Path, backend: Backend) -> anyhow::Result<Self> {
-        Self::start_with(dir, backend, &[]).await
+        Self::start_with(
+            dir,
+            backend,
+            &["--disable-admission-plugins=ServiceAccount".to_string()],
+        )
+        .await
     }
 
     /// [`ApiServer::start`] with extra flags (kept for restarts).

@@ -83,6 +83,19 @@ pub fn default_pod_spec(spec: &mut PodSpec) {
     spec.termination_grace_period_seconds
         .get_or_insert(DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS);
     default_str(&mut spec.scheduler_name, DEFAULT_SCHEDULER_NAME);
+    // `serviceAccount` is the deprecated alias: read when the name is missing, and always
+    // written back as a copy of it, as upstream's conversion does.
+    if spec
+        .service_account_name
+        .as_deref()
+        .unwrap_or_default()
+        .is_empty()
+    {
+        spec.service_account_name = spec.service_account.clone().filter(|name| !name.is_empty());
+    }
+    if let Some(name) = spec.service_account_name.clone() {
+        spec.service_account = Some(name);
+    }
     for c in spec
         .containers
         .iter_mut()

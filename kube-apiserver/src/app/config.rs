@@ -77,6 +77,8 @@ impl TryFrom<Options> for Config {
     /// Validates the options and fills in derived defaults.
     fn try_from(options: Options) -> anyhow::Result<Self> {
         let mut secure_serving = options.secure_serving;
+        // Bad TLS flags are flag errors, not a failure when serving starts.
+        secure_serving.tls_settings()?;
         // Unlike the scheduler and controller manager, the apiserver cannot run without HTTPS.
         if secure_serving.secure_port == 0 {
             bail!("invalid --secure-port 0: must be between 1 and 65535, inclusive");

@@ -30,6 +30,8 @@ impl TryFrom<Options> for Config {
         let controllers = controllers::resolve(&options.generic.controllers)
             .map_err(|e| anyhow!("invalid --controllers: {e}"))?;
         options.client.validate().map_err(|e| anyhow!(e))?;
+        // Bad TLS flags are flag errors, not a failure when serving starts.
+        options.secure_serving.tls_settings()?;
         let leader_election = options
             .leader_election
             .complete(COMPONENT)

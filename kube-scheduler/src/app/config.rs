@@ -24,6 +24,8 @@ impl TryFrom<Options> for Config {
     /// Validates the options and fills in derived defaults.
     fn try_from(options: Options) -> anyhow::Result<Self> {
         options.client.validate().map_err(|e| anyhow!(e))?;
+        // Bad TLS flags are flag errors, not a failure when serving starts.
+        options.secure_serving.tls_settings()?;
         let leader_election = options
             .leader_election
             .complete(COMPONENT)

@@ -287,17 +287,16 @@ fn capabilities_baseline(_meta: &Value, spec: &Value) -> Option<Violation> {
 }
 
 fn host_namespaces(_meta: &Value, spec: &Value) -> Option<Violation> {
-    let shared: BTreeSet<&str> = ["hostNetwork", "hostPID", "hostIPC"]
+    // Upstream names them in this fixed order, each as `<field>=true`.
+    let shared: Vec<String> = ["hostNetwork", "hostPID", "hostIPC"]
         .into_iter()
         .filter(|key| bool_field(spec, key) == Some(true))
+        .map(|key| format!("{key}=true"))
         .collect();
     if shared.is_empty() {
         return None;
     }
-    Some(Violation::new(
-        "host namespaces",
-        shared.into_iter().collect::<Vec<_>>().join(", "),
-    ))
+    Some(Violation::new("host namespaces", shared.join(", ")))
 }
 
 fn volumes(spec: &Value) -> impl Iterator<Item = &Value> {
@@ -907,7 +906,7 @@ mod tests {
         assert_eq!(
             forbidden_detail(&v),
             concat!(
-                r#"host namespaces (hostNetwork, hostPID), "#,
+                r#"host namespaces (hostNetwork=true, hostPID=true), "#,
                 r#"hostPort (container "b" uses hostPorts 8080, 90), "#,
                 r#"privileged (containers "init", "a" must not set securityContext.privileged=true), "#,
                 r#"allowPrivilegeEscalation != false (containers "init", "a", "b" must set securityContext.allowPrivilegeEscalation=false), "#,
@@ -996,14 +995,14 @@ mod tests {
     }
 
     #[test]
-    fn host_namespaces_are_sorted() {
+    fn host_namespaces_in_upstream_order() {
         let spec =
             json!({"hostIPC": true, "hostNetwork": true, "hostPID": false, "containers": []});
         assert_only(
             Level::Baseline,
             spec,
             "host namespaces",
-            "hostIPC, hostNetwork",
+            "hostNetwork=true, hostIPC=true",
         );
     }
 

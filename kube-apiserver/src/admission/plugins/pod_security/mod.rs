@@ -336,7 +336,7 @@ mod tests {
         assert_eq!(out.refusal, None);
         assert_eq!(
             out.warnings,
-            vec![r#"would violate PodSecurity "baseline:latest": host namespaces (hostPID)"#]
+            vec![r#"would violate PodSecurity "baseline:latest": host namespaces (hostPID=true)"#]
         );
         // Templates are never refused, whatever the enforce level.
         let out = review(
@@ -359,7 +359,7 @@ mod tests {
         let out = review(&policy, &json!({}), &spec, true);
         assert_eq!(
             out.refusal.as_deref(),
-            Some(r#"violates PodSecurity "baseline:v1.29": host namespaces (hostNetwork)"#)
+            Some(r#"violates PodSecurity "baseline:v1.29": host namespaces (hostNetwork=true)"#)
         );
     }
 
