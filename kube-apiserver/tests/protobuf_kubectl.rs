@@ -120,6 +120,9 @@ fn kubectl_typed_creates_send_protobuf_and_round_trip() {
         "kubectl did not send protobuf: {log}"
     );
 
+    // No controller manager creates the namespace's default service account here, and
+    // ServiceAccount admission refuses pods without it (as upstream).
+    must(kc, &["-n", "p", "create", "serviceaccount", "default"]);
     must(
         kc,
         &["-n", "p", "create", "configmap", "c", "--from-literal=a=b"],
