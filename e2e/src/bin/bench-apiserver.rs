@@ -21,18 +21,31 @@ use tokio::io::AsyncBufReadExt;
 
 const CONCURRENCY: &[usize] = &[1, 8, 64];
 
+/// The bearer token of the run under way: none (anonymous, AlwaysAllow) or a user RBAC must
+/// evaluate. One run at a time sets it, so connections need not carry it through every helper.
+static TOKEN: std::sync::RwLock<Option<String>> = std::sync::RwLock::new(None);
+
 /// One HTTP/2 connection to the apiserver.
 #[derive(Clone)]
 struct Client {
     sender: SendRequest<Full<Bytes>>,
+    authorization: Option<String>,
 }
 
 async fn connect(port: u16, ca: &Path) -> anyhow::Result<Client> {
+    let token = TOKEN.read().map(|t| t.clone()).unwrap_or_default();
+    connect_as(port, ca, token).await
+}
+
+async fn connect_as(port: u16, ca: &Path, token: Option<String>) -> anyhow::Result<Client> {
     let tls = e2e::https::tls(([127, 0, 0, 1], port).into(), ca, &[b"h2"]).await?;
     let (sender, conn) =
         hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tls)).await?;
     tokio::spawn(conn);
-    Ok(Client { sender })
+    Ok(Client {
+        sender,
+        authorization: token.map(|t| format!("Bearer {t}")),
+    })
 }
 
 impl Client {
@@ -46,11 +59,14 @@ impl Client {
             .map(serde_json::to_vec)
             .transpose()?
             .unwrap_or_default();
-        let request = hyper::Request::builder()
+        let mut request = hyper::Request::builder()
             .method(method)
             .uri(format!("https://localhost{path}"))
-            .header("content-type", "application/json")
-            .body(Full::new(Bytes::from(bytes)))?;
+            .header("content-type", "application/json");
+        if let Some(authorization) = &self.authorization {
+            request = request.header("authorization", authorization);
+        }
+        let request = request.body(Full::new(Bytes::from(bytes)))?;
         let response = self.sender.clone().send_request(request).await?;
         let status = response.status().as_u16();
         let body = response.into_body().collect().await?.to_bytes();
@@ -183,10 +199,13 @@ async fn fill(port: u16, ca: &Path, namespace: &str, count: usize) -> anyhow::Re
 async fn watch_latency(port: u16, ca: &Path, events: usize) -> anyhow::Result<Sample> {
     let client = connect(port, ca).await?;
     create_namespace(&client, "bench-watch").await?;
-    let request = hyper::Request::get(
+    let mut request = hyper::Request::get(
         "https://localhost/api/v1/namespaces/bench-watch/configmaps?watch=true&resourceVersion=0",
-    )
-    .body(Full::new(Bytes::new()))?;
+    );
+    if let Some(authorization) = &client.authorization {
+        request = request.header("authorization", authorization);
+    }
+    let request = request.body(Full::new(Bytes::new()))?;
     let response = client.sender.clone().send_request(request).await?;
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(String, Instant)>();
     let body = response.into_body();
@@ -253,10 +272,21 @@ fn rss_kib(pid: u32) -> (u64, u64) {
     (field("VmRSS:"), field("VmHWM:"))
 }
 
+/// How the server authenticates and authorizes the benchmark's requests.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Access {
+    /// Anonymous requests, `--authorization-mode=AlwaysAllow` (the default).
+    Open,
+    /// A token-file user whose group is bound to cluster-admin by a ClusterRoleBinding, under
+    /// `--authorization-mode=Node,RBAC`: every request walks the Node authorizer and RBAC.
+    Rbac,
+}
+
 async fn bench_backend(
     name: &str,
     bin: &Path,
     etcd: bool,
+    access: Access,
     report: &mut String,
 ) -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
@@ -278,6 +308,15 @@ async fn bench_backend(
     if let Some(etcd) = &etcd {
         args.push(format!("--etcd-servers={}", etcd.url()));
     }
+    if access == Access::Rbac {
+        let tokens = dir.path().join("tokens.csv");
+        std::fs::write(
+            &tokens,
+            "admin-token,admin,1,system:masters\nbench-token,bench,2,bench-admins\n",
+        )?;
+        args.push(format!("--token-auth-file={}", tokens.display()));
+        args.push("--authorization-mode=Node,RBAC".into());
+    }
     let mut server = Daemon::start(bin, &args, dir.path())?;
     let ca: PathBuf = dir.path().join("certs/apiserver.crt");
     e2e::https::wait_ok(
@@ -287,6 +326,31 @@ async fn bench_backend(
         Duration::from_secs(60),
     )
     .await?;
+    *TOKEN.write().expect("token lock") = None;
+    if access == Access::Rbac {
+        let root = connect_as(port, &ca, Some("admin-token".into())).await?;
+        let binding = json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": "bench-admins"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "bench-admins"}],
+        });
+        root.expect(
+            "POST",
+            "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+            Some(&binding),
+            201,
+        )
+        .await?;
+        *TOKEN.write().expect("token lock") = Some("bench-token".into());
+        // The authorizer follows the watch cache; wait until the binding counts.
+        let probe = connect(port, &ca).await?;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while probe.send("GET", "/api/v1/namespaces", None).await?.0 != 200 {
+            anyhow::ensure!(Instant::now() < deadline, "the binding never took effect");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
     let admin = connect(port, &ca).await?;
     eprintln!("{name}: creates");
     for &c in CONCURRENCY {
@@ -375,8 +439,9 @@ async fn main() -> anyhow::Result<()> {
         .unwrap_or_else(|| PathBuf::from("docs/benchmarks.md"));
     let bin = e2e::bin("kube-apiserver");
     let mut rows = String::new();
-    bench_backend("embedded", &bin, false, &mut rows).await?;
-    bench_backend("etcd", &bin, true, &mut rows).await?;
+    bench_backend("embedded", &bin, false, Access::Open, &mut rows).await?;
+    bench_backend("embedded+RBAC", &bin, false, Access::Rbac, &mut rows).await?;
+    bench_backend("etcd", &bin, true, Access::Open, &mut rows).await?;
     let commit = std::process::Command::new("git")
         .args(["rev-parse", "--short", "HEAD"])
         .output()
@@ -389,7 +454,10 @@ async fn main() -> anyhow::Result<()> {
         "# Benchmarks\n\n## kube-apiserver\n\nMeasured by `target/release/bench-apiserver` (e2e/src/bin/bench-apiserver.rs) at commit \
 `{commit}` on a shared {cpus}-core machine, client and server on the same machine over loopback \
 HTTPS/2, one connection per client, ConfigMaps of ~300 bytes, in-flight limits off. Latencies are \
-per request as the client sees them; compare rows within one run. etcd is Debian's 3.4.\n\n\
+per request as the client sees them; compare rows within one run. etcd is Debian's 3.4. \
+`embedded` requests are anonymous under AlwaysAllow; `embedded+RBAC` ones carry a token-file \
+user bound to cluster-admin through a ClusterRoleBinding, under `--authorization-mode=Node,RBAC`; \
+both run upstream's default admission plugins.\n\n\
 | operation | clients | requests | median ms | p99 ms | req/s |\n|---|---|---|---|---|---|\n{rows}"
     );
     std::fs::write(&out, report)?;
