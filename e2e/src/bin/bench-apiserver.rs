@@ -312,7 +312,9 @@ async fn bench_backend(
         let tokens = dir.path().join("tokens.csv");
         std::fs::write(
             &tokens,
-            "admin-token,admin,1,system:masters\nbench-token,bench,2,bench-admins\n",
+            // `e2e` is the token `e2e::https` (the readiness wait) presents.
+            "e2e,e2e,0,system:masters\nadmin-token,admin,1,system:masters\n\
+             bench-token,bench,2,bench-admins\n",
         )?;
         args.push(format!("--token-auth-file={}", tokens.display()));
         args.push("--authorization-mode=Node,RBAC".into());

@@ -211,8 +211,14 @@ pub fn applies_to(user: &UserInfo, subject: &Subject, namespace: &str) -> bool {
                 Some(ns) if !ns.is_empty() => ns,
                 _ => namespace,
             };
+            // Compared piecewise: this runs for every binding of every request.
             !sa_namespace.is_empty()
-                && user.name == service_account_username(sa_namespace, &subject.name)
+                && user
+                    .name
+                    .strip_prefix(SERVICE_ACCOUNT_USERNAME_PREFIX)
+                    .and_then(|rest| rest.strip_prefix(sa_namespace))
+                    .and_then(|rest| rest.strip_prefix(':'))
+                    .is_some_and(|name| name == subject.name)
         }
         _ => false,
     }

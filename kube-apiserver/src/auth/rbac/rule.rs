@@ -15,13 +15,8 @@ pub fn rule_allows(request: &RequestInfo, rule: &PolicyRule) -> bool {
         return false;
     }
     if request.is_resource_request {
-        let combined = if request.subresource.is_empty() {
-            request.resource.clone()
-        } else {
-            format!("{}/{}", request.resource, request.subresource)
-        };
         api_group_matches(rule, &request.api_group)
-            && resource_matches(rule, &combined, &request.subresource)
+            && resource_matches_parts(rule, &request.resource, &request.subresource)
             && resource_name_matches(rule, &request.name)
     } else {
         non_resource_url_matches(rule, &request.path)
@@ -58,6 +53,21 @@ pub fn resource_matches(rule: &PolicyRule, combined: &str, subresource: &str) ->
             || r == combined
             || (!subresource.is_empty()
                 && r.strip_prefix("*/").is_some_and(|sub| sub == subresource))
+    })
+}
+
+/// [`resource_matches`] for a request's resource and subresource, without building the
+/// combined `resource/subresource` string (this runs for every rule of every request).
+fn resource_matches_parts(rule: &PolicyRule, resource: &str, subresource: &str) -> bool {
+    list(&rule.resources).iter().any(|r| {
+        r == ALL
+            || (subresource.is_empty() && r == resource)
+            || (!subresource.is_empty()
+                && (r
+                    .strip_prefix(resource)
+                    .and_then(|rest| rest.strip_prefix('/'))
+                    .is_some_and(|sub| sub == subresource)
+                    || r.strip_prefix("*/").is_some_and(|sub| sub == subresource)))
     })
 }
 
