@@ -19,6 +19,7 @@ use crate::http::auth::service_account::{
 };
 use crate::http::auth::token_file::TokenFile;
 use crate::registry::ObjectLookup;
+use crate::rest::reviews::RuleSource;
 use crate::rest::state::{ApiState, Security};
 use anyhow::Context;
 use std::sync::Arc;
@@ -114,4 +115,18 @@ pub async fn install(
         max_requests_inflight: config.max_requests_inflight,
         max_mutating_requests_inflight: config.max_mutating_requests_inflight,
     })
+}
+
+/// Each `--authorization-mode` as a source of rules for SelfSubjectRulesReview.
+pub fn rule_sources(config: &Config, state: &ApiState) -> Vec<RuleSource> {
+    config
+        .authorization_modes
+        .iter()
+        .filter_map(|mode| match mode {
+            AuthorizationMode::AlwaysAllow => Some(RuleSource::AlwaysAllow),
+            AuthorizationMode::AlwaysDeny => Some(RuleSource::AlwaysDeny),
+            AuthorizationMode::Node => Some(RuleSource::Node),
+            AuthorizationMode::Rbac => state.security().rbac.clone().map(RuleSource::Rbac),
+        })
+        .collect()
 }

@@ -45,7 +45,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     let reviewers = Reviewers {
         authenticator: stack_config.authenticator.clone(),
         authorizer: stack_config.authorizer.clone(),
-        rbac: state.security().rbac.clone(),
+        rule_sources: security::rule_sources(&config, &state),
     };
     if let Some(interval) = config.compaction_interval {
         tokio::spawn(compact_periodically(

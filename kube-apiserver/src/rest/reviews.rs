@@ -22,8 +22,22 @@ use std::sync::Arc;
 pub struct Reviewers {
     pub authenticator: Arc<Authenticator>,
     pub authorizer: Arc<dyn Authorizer>,
-    /// The RBAC objects, for SelfSubjectRulesReview (None without RBAC).
-    pub rbac: Option<Arc<crate::auth::rbac::RbacStore>>,
+    /// What each `--authorization-mode` can say about a user's rules, in order, for
+    /// SelfSubjectRulesReview.
+    pub rule_sources: Vec<RuleSource>,
+}
+
+/// One authorization mode as a source of rules (upstream's `RuleResolver`).
+#[derive(Clone)]
+pub enum RuleSource {
+    /// Everything is allowed: `*` rules.
+    AlwaysAllow,
+    /// Nothing is allowed: no rules, complete.
+    AlwaysDeny,
+    /// Cannot list a node's rules (incomplete for node users, nothing for others).
+    Node,
+    /// The rules of the user's bindings.
+    Rbac(Arc<crate::auth::rbac::RbacStore>),
 }
 
 /// Whether `request` is a create of one of the review resources.
@@ -158,17 +172,50 @@ async fn token_review(reviewers: &Reviewers, review: &Value) -> Value {
     }
 }
 
-/// The rules RBAC grants the requester in the review's namespace. Without RBAC the chain is
-/// opaque, and upstream says so the same way (`incomplete`).
+/// The rules the authorization modes grant the requester in the review's namespace: each
+/// mode's rules concatenated, incomplete when one of them cannot list its rules (upstream's
+/// union of rule resolvers).
 fn rules_review(reviewers: &Reviewers, user: &UserInfo, review: &Value) -> Value {
     let namespace = review["spec"]["namespace"].as_str().unwrap_or_default();
-    match &reviewers.rbac {
-        Some(rbac) => crate::auth::rbac::rules_review_status(rbac, user, namespace),
-        None => json!({
-            "resourceRules": [], "nonResourceRules": [], "incomplete": true,
-            "evaluationError": "the authorizer does not support listing rules",
-        }),
+    let mut resource_rules = Vec::new();
+    let mut non_resource_rules = Vec::new();
+    let mut incomplete = false;
+    let mut errors: Vec<String> = Vec::new();
+    for source in &reviewers.rule_sources {
+        match source {
+            RuleSource::AlwaysAllow => {
+                resource_rules
+                    .push(json!({"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}));
+                non_resource_rules.push(json!({"verbs": ["*"], "nonResourceURLs": ["*"]}));
+            }
+            RuleSource::AlwaysDeny => {}
+            RuleSource::Node => {
+                if crate::auth::node::node_identity(user).is_some() {
+                    incomplete = true;
+                    errors.push("node authorizer does not support user rule resolution".into());
+                }
+            }
+            RuleSource::Rbac(rbac) => {
+                let status = crate::auth::rbac::rules_review_status(rbac, user, namespace);
+                let list = |key: &str| status[key].as_array().cloned().unwrap_or_default();
+                resource_rules.extend(list("resourceRules"));
+                non_resource_rules.extend(list("nonResourceRules"));
+                incomplete |= status["incomplete"].as_bool().unwrap_or(false);
+                if let Some(error) = status["evaluationError"].as_str() {
+                    errors.push(error.to_string());
+                }
+            }
+        }
     }
+    let mut status = json!({
+        "resourceRules": resource_rules,
+        "nonResourceRules": non_resource_rules,
+        "incomplete": incomplete,
+    });
+    if !errors.is_empty() {
+        status["evaluationError"] = json!(crate::auth::rbac::authorizer::aggregate(&errors));
+    }
+    status
 }
 
 /// Asks the authorizer about the attributes of a (Self)SubjectAccessReview's spec for `user`.
