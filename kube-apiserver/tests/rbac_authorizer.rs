@@ -1,6 +1,8 @@
 //! The RBAC authorizer against hand-made Roles, ClusterRoles and bindings: subjects, scopes,
 //! verbs, groups, resources, subresources, resource names, non-resource URLs, and updates.
 
+mod common;
+use common::rbac::{allowed, request, user};
 use std::sync::Arc;
 
 use api_types::k8s_openapi::api::rbac::v1::{
@@ -10,7 +12,6 @@ use api_types::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube_apiserver::auth::rbac::{RbacAuthorizer, RbacObject, RbacStore};
 use kube_apiserver::http::auth::authorizer::{Attributes, Authorizer, Decision};
 use kube_apiserver::http::auth::user::UserInfo;
-use kube_apiserver::http::request_info::RequestInfo;
 
 fn s(v: &[&str]) -> Option<Vec<String>> {
     Some(v.iter().map(|x| x.to_string()).collect())
@@ -72,35 +73,6 @@ fn rb(ns: &str, name: &str, kind: &str, role: &str, subjects: Vec<Subject>) -> R
         role_ref: role_ref(kind, role),
         subjects: Some(subjects),
     })
-}
-
-fn user(name: &str, groups: &[&str]) -> UserInfo {
-    UserInfo {
-        name: name.into(),
-        uid: String::new(),
-        groups: groups.iter().map(|g| g.to_string()).collect(),
-        ..Default::default()
-    }
-}
-
-fn request(method: &str, path: &str) -> RequestInfo {
-    let (path, query) = match path.split_once('?') {
-        Some((p, q)) => (p, Some(q)),
-        None => (path, None),
-    };
-    RequestInfo::parse(method, path, query).expect("request info")
-}
-
-fn allowed(a: &RbacAuthorizer, u: &UserInfo, method: &str, path: &str) -> bool {
-    let r = request(method, path);
-    match a.authorize(&Attributes {
-        user: u,
-        request: &r,
-    }) {
-        Decision::Allow => true,
-        Decision::NoOpinion(_) => false,
-        Decision::Deny(r) => panic!("RBAC never denies, got {r}"),
-    }
 }
 
 /// A policy exercising every matching form.

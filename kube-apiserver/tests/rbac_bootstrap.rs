@@ -1,6 +1,8 @@
 //! The bootstrap policy loaded into the RBAC authorizer: super-users, anonymous and
 //! authenticated users, the components, and the admin/edit/view aggregation chain.
 
+mod common;
+use common::rbac::{allowed, user};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -14,9 +16,7 @@ use kube_apiserver::auth::rbac::{
     RbacAuthorizer, RbacObject, RbacStore, bootstrap_cluster_role_bindings,
     bootstrap_cluster_roles, covers,
 };
-use kube_apiserver::http::auth::authorizer::{Attributes, Authorizer, Decision};
 use kube_apiserver::http::auth::user::UserInfo;
-use kube_apiserver::http::request_info::RequestInfo;
 
 fn bootstrap_objects() -> Vec<RbacObject> {
     bootstrap_cluster_roles()
@@ -28,31 +28,6 @@ fn bootstrap_objects() -> Vec<RbacObject> {
                 .map(RbacObject::ClusterRoleBinding),
         )
         .collect()
-}
-
-fn user(name: &str, groups: &[&str]) -> UserInfo {
-    UserInfo {
-        name: name.into(),
-        uid: String::new(),
-        groups: groups.iter().map(|g| g.to_string()).collect(),
-        ..Default::default()
-    }
-}
-
-fn allowed(a: &RbacAuthorizer, u: &UserInfo, method: &str, path: &str) -> bool {
-    let (path, query) = match path.split_once('?') {
-        Some((p, q)) => (p, Some(q)),
-        None => (path, None),
-    };
-    let r = RequestInfo::parse(method, path, query).expect("request info");
-    match a.authorize(&Attributes {
-        user: u,
-        request: &r,
-    }) {
-        Decision::Allow => true,
-        Decision::NoOpinion(_) => false,
-        Decision::Deny(r) => panic!("RBAC never denies, got {r}"),
-    }
 }
 
 fn binding(ns: &str, name: &str, role: &str, user: &str) -> RbacObject {

@@ -258,7 +258,8 @@ impl RequestAdmission {
 #[async_trait]
 impl WriteAdmission for RequestAdmission {
     async fn mutate(&self, object: &mut Value, old: Option<&Value>) -> Result<(), RegistryError> {
-        let attrs = self.attrs_for(Some(object)).into_owned();
+        // The borrowed attributes do not borrow `object`, so it stays free to mutate.
+        let attrs = self.attrs_for(Some(object));
         self.chain
             .admit(&attrs, object, old, &self.state)
             .await

@@ -19,19 +19,19 @@ use crate::http::auth::service_account::{
 };
 use crate::http::auth::token_file::TokenFile;
 use crate::registry::ObjectLookup;
-use crate::rest::reviews::RuleSource;
+use crate::rest::reviews::{Reviewers, RuleSource};
 use crate::rest::state::{ApiState, Security};
 use anyhow::Context;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 /// Builds the authenticator, authorizers and admission chain, installs them on `state`, and
-/// returns the request path's settings.
+/// returns the request path's settings and what the review APIs consult.
 pub async fn install(
     config: &Config,
     state: &Arc<ApiState>,
     shutdown: &CancellationToken,
-) -> anyhow::Result<StackConfig> {
+) -> anyhow::Result<(StackConfig, Reviewers)> {
     let tokens = config
         .token_auth_file
         .as_deref()
@@ -78,10 +78,17 @@ pub async fn install(
 
     let mut rbac = None;
     let mut authorizers: Vec<Box<dyn Authorizer>> = Vec::new();
+    let mut rule_sources = Vec::new();
     for mode in &config.authorization_modes {
         match mode {
-            AuthorizationMode::AlwaysAllow => authorizers.push(Box::new(AlwaysAllow)),
-            AuthorizationMode::AlwaysDeny => authorizers.push(Box::new(AlwaysDeny)),
+            AuthorizationMode::AlwaysAllow => {
+                authorizers.push(Box::new(AlwaysAllow));
+                rule_sources.push(RuleSource::AlwaysAllow);
+            }
+            AuthorizationMode::AlwaysDeny => {
+                authorizers.push(Box::new(AlwaysDeny));
+                rule_sources.push(RuleSource::AlwaysDeny);
+            }
             AuthorizationMode::Rbac => {
                 reconcile_bootstrap_policy(state)
                     .await
@@ -92,10 +99,12 @@ pub async fn install(
                     .await
                     .context("loading the RBAC objects")?;
                 authorizers.push(Box::new(RbacAuthorizer::new(store.clone())));
+                rule_sources.push(RuleSource::Rbac(store.clone()));
                 rbac = Some(store);
             }
             AuthorizationMode::Node => {
                 authorizers.push(Box::new(NodeAuthorizer::new(lookup.clone())));
+                rule_sources.push(RuleSource::Node);
             }
         }
     }
@@ -109,24 +118,17 @@ pub async fn install(
         token_signer,
         api_audiences: config.api_audiences.clone(),
     });
-    Ok(StackConfig {
-        authenticator: Arc::new(authenticator),
+    let authenticator = Arc::new(authenticator);
+    let reviewers = Reviewers {
+        authenticator: authenticator.clone(),
+        authorizer: authorizer.clone(),
+        rule_sources,
+    };
+    let stack = StackConfig {
+        authenticator,
         authorizer,
         max_requests_inflight: config.max_requests_inflight,
         max_mutating_requests_inflight: config.max_mutating_requests_inflight,
-    })
-}
-
-/// Each `--authorization-mode` as a source of rules for SelfSubjectRulesReview.
-pub fn rule_sources(config: &Config, state: &ApiState) -> Vec<RuleSource> {
-    config
-        .authorization_modes
-        .iter()
-        .filter_map(|mode| match mode {
-            AuthorizationMode::AlwaysAllow => Some(RuleSource::AlwaysAllow),
-            AuthorizationMode::AlwaysDeny => Some(RuleSource::AlwaysDeny),
-            AuthorizationMode::Node => Some(RuleSource::Node),
-            AuthorizationMode::Rbac => state.security().rbac.clone().map(RuleSource::Rbac),
-        })
-        .collect()
+    };
+    Ok((stack, reviewers))
 }

@@ -8,7 +8,6 @@ use super::security;
 use crate::http::discovery::DiscoveryHandler;
 use crate::http::{into_hyper, stack};
 use crate::registry::services::ServiceAllocator;
-use crate::rest::reviews::Reviewers;
 use crate::rest::state::ApiState;
 use crate::storage::backend::Backend;
 use crate::storage::embedded::EmbeddedBackend;
@@ -41,12 +40,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     bootstrap::ensure(&state, &config)
         .await
         .context("creating the bootstrap objects")?;
-    let stack_config = security::install(&config, &state, &shutdown).await?;
-    let reviewers = Reviewers {
-        authenticator: stack_config.authenticator.clone(),
-        authorizer: stack_config.authorizer.clone(),
-        rule_sources: security::rule_sources(&config, &state),
-    };
+    let (stack_config, reviewers) = security::install(&config, &state, &shutdown).await?;
     if let Some(interval) = config.compaction_interval {
         tokio::spawn(compact_periodically(
             backend.clone(),

@@ -137,12 +137,12 @@ impl RequestInfo {
         if info.name.is_empty() && info.verb == "get" {
             let opts = ListQuery::parse(query.unwrap_or(""));
             info.verb = if opts.watch { "watch" } else { "list" }.to_string();
-            info.field_selector = Some(opts.field_selector.clone());
             if let Some(name) = opts.field_selector_name
                 && is_valid_path_segment_name(&name)
             {
                 info.name = name;
             }
+            info.field_selector = Some(opts.field_selector);
         }
         if info.name.is_empty() && info.verb == "delete" {
             info.verb = "deletecollection".to_string();

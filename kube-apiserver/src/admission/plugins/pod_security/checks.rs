@@ -176,6 +176,23 @@ fn containers_phrase(names: &[String]) -> String {
     )
 }
 
+/// Who sets what `violates` finds in a security context: `pod` and/or `container(s) "a", ...`
+/// (the pod's context first, then each container's in upstream's order).
+fn setters(spec: &Value, mut violates: impl FnMut(&Value) -> bool) -> Vec<String> {
+    let mut setters = Vec::new();
+    if pod_security_context(spec).is_some_and(&mut violates) {
+        setters.push("pod".to_string());
+    }
+    let bad: Vec<String> = containers(spec)
+        .filter(|c| security_context(c).is_some_and(&mut violates))
+        .map(name)
+        .collect();
+    if !bad.is_empty() {
+        setters.push(containers_phrase(&bad));
+    }
+    setters
+}
+
 // Baseline checks.
 
 const APP_ARMOR_ANNOTATION_PREFIX: &str = "container.apparmor.security.beta.kubernetes.io/";
@@ -184,26 +201,14 @@ const APP_ARMOR_ANNOTATION_PREFIX: &str = "container.apparmor.security.beta.kube
 /// Localhost, the deprecated annotations `runtime/default` or `localhost/*`.
 fn app_armor_profile(meta: &Value, spec: &Value) -> Option<Violation> {
     let allowed_type = |p: &Value| matches!(str_field(p, "type"), "RuntimeDefault" | "Localhost");
-    let mut setters = Vec::new();
     let mut bad_types = BTreeSet::new();
-    if let Some(p) = pod_security_context(spec).and_then(|sc| field(sc, "appArmorProfile"))
-        && !allowed_type(p)
-    {
-        setters.push("pod".to_string());
-        bad_types.insert(str_field(p, "type").to_string());
-    }
-    let mut bad_containers = Vec::new();
-    for c in containers(spec) {
-        if let Some(p) = security_context(c).and_then(|sc| field(sc, "appArmorProfile"))
-            && !allowed_type(p)
-        {
-            bad_containers.push(name(c));
+    let mut setters = setters(spec, |sc| match field(sc, "appArmorProfile") {
+        Some(p) if !allowed_type(p) => {
             bad_types.insert(str_field(p, "type").to_string());
+            true
         }
-    }
-    if !bad_containers.is_empty() {
-        setters.push(containers_phrase(&bad_containers));
-    }
+        _ => false,
+    });
     let mut annotations: Vec<String> = field(meta, "annotations")
         .and_then(Value::as_object)
         .into_iter()
@@ -434,23 +439,9 @@ fn se_linux_options(_meta: &Value, spec: &Value) -> Option<Violation> {
         }
         ok
     };
-    let mut setters = Vec::new();
-    if let Some(opts) = pod_security_context(spec).and_then(|sc| field(sc, "seLinuxOptions"))
-        && !valid(opts)
-    {
-        setters.push("pod".to_string());
-    }
-    let mut bad_containers = Vec::new();
-    for c in containers(spec) {
-        if let Some(opts) = security_context(c).and_then(|sc| field(sc, "seLinuxOptions"))
-            && !valid(opts)
-        {
-            bad_containers.push(name(c));
-        }
-    }
-    if !bad_containers.is_empty() {
-        setters.push(containers_phrase(&bad_containers));
-    }
+    let setters = setters(spec, |sc| {
+        field(sc, "seLinuxOptions").is_some_and(|o| !valid(o))
+    });
     if setters.is_empty() {
         return None;
     }
@@ -574,17 +565,7 @@ fn windows_host_process(_meta: &Value, spec: &Value) -> Option<Violation> {
     let host_process = |sc: &Value| {
         field(sc, "windowsOptions").and_then(|w| bool_field(w, "hostProcess")) == Some(true)
     };
-    let mut setters = Vec::new();
-    if pod_security_context(spec).is_some_and(host_process) {
-        setters.push("pod".to_string());
-    }
-    let bad: Vec<String> = containers(spec)
-        .filter(|c| security_context(c).is_some_and(host_process))
-        .map(name)
-        .collect();
-    if !bad.is_empty() {
-        setters.push(containers_phrase(&bad));
-    }
+    let setters = setters(spec, host_process);
     if setters.is_empty() {
         return None;
     }
@@ -790,17 +771,7 @@ fn run_as_non_root(_meta: &Value, spec: &Value) -> Option<Violation> {
 
 fn run_as_user(_meta: &Value, spec: &Value) -> Option<Violation> {
     let root = |sc: &Value| field(sc, "runAsUser").and_then(Value::as_i64) == Some(0);
-    let mut setters = Vec::new();
-    if pod_security_context(spec).is_some_and(root) {
-        setters.push("pod".to_string());
-    }
-    let bad: Vec<String> = containers(spec)
-        .filter(|c| security_context(c).is_some_and(root))
-        .map(name)
-        .collect();
-    if !bad.is_empty() {
-        setters.push(containers_phrase(&bad));
-    }
+    let setters = setters(spec, root);
     if setters.is_empty() {
         return None;
     }
