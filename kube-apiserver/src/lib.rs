@@ -3,7 +3,10 @@
 
 pub mod admission;
 pub mod app;
+pub mod apply;
+pub mod audit;
 pub mod auth;
+pub mod crd;
 pub mod http;
 pub mod openapi;
 pub mod patch;

@@ -10,6 +10,7 @@
 //! the registry (see [`paths`]). Everything is built on first use and then served as cached
 //! bytes, so server start-up does not pay for it.
 
+pub mod custom;
 pub mod definitions;
 pub mod documents;
 pub mod kinds;

@@ -21,6 +21,9 @@ pub struct ResourceEntry {
     pub store: ResourceStore,
     /// Shared by every version of the resource stored under the same prefix.
     pub cacher: Arc<Cacher>,
+    /// What a custom resource's version adds (schema, printer columns, scale); None for
+    /// built-in resources.
+    pub custom: Option<Arc<crate::crd::CustomResource>>,
 }
 
 /// What the write path consults about who may do what: admission, the authorizer (for the
@@ -83,7 +86,11 @@ impl ApiState {
             }
             entries.insert(
                 (info.group, info.version, info.plural),
-                Arc::new(ResourceEntry { store, cacher }),
+                Arc::new(ResourceEntry {
+                    store,
+                    cacher,
+                    custom: None,
+                }),
             );
         }
         Ok(Arc::new(Self {

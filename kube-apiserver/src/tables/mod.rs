@@ -9,6 +9,7 @@ mod apps;
 mod cluster;
 mod columns;
 mod core;
+pub mod custom;
 pub mod format;
 mod network;
 mod pods;

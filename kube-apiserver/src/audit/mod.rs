@@ -1,0 +1,1 @@
+//! Auditing (helper-owned; see the issue 5 plan).

@@ -1,0 +1,38 @@
+//! CustomResourceDefinitions: what one served version of a custom resource needs beyond its
+//! `ResourceInfo` (schema, CEL rules, printer columns, scale paths), and the registry that
+//! installs and removes custom resources as CRDs come and go.
+
+pub mod cel;
+pub mod schema;
+pub mod validation;
+
+use crate::tables::custom::CustomPrinter;
+use std::sync::Arc;
+
+/// `spec.versions[*].subresources.scale` of a CRD version.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScalePaths {
+    /// `.spec.replicas`-style JSON path of the desired replicas.
+    pub spec_replicas_path: String,
+    /// Where the observed replicas are.
+    pub status_replicas_path: String,
+    /// Where the label selector (as a string) is, if anywhere.
+    pub label_selector_path: Option<String>,
+}
+
+/// One served version of a custom resource.
+pub struct CustomResource {
+    /// `<plural>.<group>`, the CRD's name.
+    pub crd_name: String,
+    /// The version objects are stored in (`spec.versions[*].storage`).
+    pub storage_version: String,
+    /// The structural schema of this version; `None` only for schemas that preserve every
+    /// unknown field at the root.
+    pub schema: Option<Arc<schema::Structural>>,
+    /// The `x-kubernetes-validations` rules of this version, compiled.
+    pub cel: Option<Arc<cel::CelValidator>>,
+    /// `additionalPrinterColumns`.
+    pub printer: Arc<CustomPrinter>,
+    /// The scale subresource, when enabled.
+    pub scale: Option<ScalePaths>,
+}
