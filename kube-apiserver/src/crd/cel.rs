@@ -1,6 +1,6 @@
 //! `x-kubernetes-validations` CEL rules (helper-owned; see the issue 5 plan).
 
-use api_types::validation::ErrorList;
+use api_types::validation::{ErrorList, FieldPath};
 use serde_json::Value;
 
 /// The compiled rules of one schema.
@@ -8,8 +8,9 @@ use serde_json::Value;
 pub struct CelValidator {}
 
 impl CelValidator {
-    /// Compiles every rule in `schema`; `None` when it has none.
-    pub fn compile(_schema: &Value) -> Result<Option<Self>, ErrorList> {
+    /// Compiles every rule in `schema` (a version's `openAPIV3Schema`, found at `path` in the
+    /// CRD, for error paths); `None` when it has none.
+    pub fn compile(_schema: &Value, _path: &FieldPath) -> Result<Option<Self>, ErrorList> {
         Ok(None)
     }
 
