@@ -3,10 +3,16 @@
 //! installs and removes custom resources as CRDs come and go.
 
 pub mod cel;
+pub mod info;
 pub mod schema;
 pub mod validation;
 
+/// The finalizer that holds a deleted CRD until its instances are gone.
+pub const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
+
 use crate::tables::custom::CustomPrinter;
+use api_types::validation::ErrorList;
+use serde_json::Value;
 use std::sync::Arc;
 
 /// `spec.versions[*].subresources.scale` of a CRD version.
@@ -35,4 +41,21 @@ pub struct CustomResource {
     pub printer: Arc<CustomPrinter>,
     /// The scale subresource, when enabled.
     pub scale: Option<ScalePaths>,
+}
+
+impl CustomResource {
+    /// The schema's structural validation and the CEL rules (`old` on update).
+    pub fn validate(&self, object: &Value, old: Option<&Value>) -> ErrorList {
+        let mut errs = ErrorList::new();
+        if let Some(schema) = &self.schema {
+            errs.append(schema.validate(object));
+        }
+        // Rules run only on objects that passed the schema, as upstream: they may assume types.
+        if errs.is_empty()
+            && let Some(cel) = &self.cel
+        {
+            errs.append(cel.validate(object, old));
+        }
+        errs
+    }
 }

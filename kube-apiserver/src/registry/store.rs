@@ -180,9 +180,9 @@ impl ResourceStore {
             }
             m.remove("resourceVersion");
         }
-        validate::default(info, &mut object).map_err(|errs| self.invalid(&name, errs))?;
+        validate::default(&self.strategy, &mut object).map_err(|errs| self.invalid(&name, errs))?;
         self.strategy.prepare_for_create(&mut object);
-        let errs = validate::on_create(info, &object);
+        let errs = validate::on_create(&self.strategy, &object);
         if !errs.is_empty() {
             return Err(self.invalid(&name, errs));
         }
@@ -300,7 +300,6 @@ impl ResourceStore {
     where
         F: FnMut(&Value) -> Result<Value, RegistryError>,
     {
-        let info = self.info();
         let key = self.key(namespace, name);
         for _ in 0..MAX_CAS_RETRIES {
             let current = self.read(&key, name).await?;
@@ -321,12 +320,12 @@ impl ResourceStore {
                 }
             }
             self.carry_system_fields(&mut new, &old);
-            validate::default(info, &mut new).map_err(|errs| self.invalid(name, errs))?;
+            validate::default(&self.strategy, &mut new).map_err(|errs| self.invalid(name, errs))?;
             self.strategy.prepare_for_update(&mut new, &old, part);
             if let (Some(services), Part::Main, false) = (&self.services, part, self.dry_run) {
                 services.reconcile_update(&mut new, &old).await?;
             }
-            let errs = validate::on_update(info, &new, &old);
+            let errs = validate::on_update(&self.strategy, &new, &old);
             if !errs.is_empty() {
                 return Err(self.invalid(name, errs));
             }
@@ -424,6 +423,11 @@ impl ResourceStore {
                 Some("Orphan") => add_once(&mut finalizers, "orphan"),
                 Some("Foreground") => add_once(&mut finalizers, "foregroundDeletion"),
                 _ => {}
+            }
+            if let Some(finalizer) = self.strategy.deletion_finalizer()
+                && !meta::is_terminating(&object)
+            {
+                add_once(&mut finalizers, finalizer);
             }
             meta::set_finalizers(&mut next, &finalizers);
             let is_namespace = self.info().group.is_empty() && self.info().plural == "namespaces";

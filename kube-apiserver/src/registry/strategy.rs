@@ -3,19 +3,23 @@
 //! deletion goes. Adding a built-in resource means adding rules here, not a new handler.
 
 use super::meta::{meta_mut, spec_part};
+use crate::crd::CustomResource;
 use api_types::registry::ResourceInfo;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::{Value, json};
+use std::sync::Arc;
 
 /// The rules of one resource.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone)]
 pub struct Strategy {
     pub info: &'static ResourceInfo,
     /// `status` changes only through the `/status` subresource.
     pub has_status_subresource: bool,
     /// `metadata.generation` starts at 1 and is bumped on every spec change.
     pub tracks_generation: bool,
+    /// A custom resource's schema, rules and names; None for built-in resources.
+    pub custom: Option<Arc<CustomResource>>,
 }
 
 /// Which part of an object a write may change.
@@ -62,7 +66,25 @@ impl Strategy {
             info,
             has_status_subresource: info.subresources.iter().any(|s| s.name == "status"),
             tracks_generation: GENERATION_TRACKED.contains(&(info.group, info.plural)),
+            custom: None,
         }
+    }
+
+    /// The rules of a custom resource version: every change outside metadata and status bumps
+    /// the generation, as upstream's custom resource strategy does.
+    pub fn for_custom(info: &'static ResourceInfo, custom: Arc<CustomResource>) -> Self {
+        Self {
+            tracks_generation: true,
+            custom: Some(custom),
+            ..Self::for_resource(info)
+        }
+    }
+
+    /// The finalizer a delete adds before anything is removed: a CRD's instances are cleaned
+    /// up first (upstream's `customresourcecleanup.apiextensions.k8s.io`).
+    pub fn deletion_finalizer(&self) -> Option<&'static str> {
+        self.is("apiextensions.k8s.io", "customresourcedefinitions")
+            .then_some(crate::crd::CLEANUP_FINALIZER)
     }
 
     fn is(&self, group: &str, plural: &str) -> bool {

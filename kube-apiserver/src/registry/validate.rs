@@ -1,6 +1,8 @@
 //! Defaulting and validation of objects on their way into storage: the kind's own validator
-//! where api-types has one, else the object-meta checks every object gets.
+//! where api-types has one, else the object-meta checks every object gets; a custom resource
+//! also gets its schema's defaults, its structural validation and its CEL rules.
 
+use super::strategy::Strategy;
 use api_types::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use api_types::registry::ResourceInfo;
 use api_types::validation::{
@@ -9,8 +11,14 @@ use api_types::validation::{
 };
 use serde_json::Value;
 
-/// Applies upstream's defaults for the kind; a kind api-types does not know is left as is.
-pub fn default(info: &ResourceInfo, object: &mut Value) -> Result<(), ErrorList> {
+/// Applies upstream's defaults for the kind (or a custom resource's schema defaults); a kind
+/// api-types does not know is left as is.
+pub fn default(strategy: &Strategy, object: &mut Value) -> Result<(), ErrorList> {
+    if let Some(schema) = strategy.custom.as_ref().and_then(|c| c.schema.as_ref()) {
+        schema.apply_defaults(object);
+        return Ok(());
+    }
+    let info = strategy.info;
     api_types::defaults::default_object(info.group, info.version, info.kind, object)
         .map(|_| ())
         .map_err(|err| one_error(&err.to_string()))
@@ -27,7 +35,15 @@ fn name_validator(info: &ResourceInfo) -> api_types::validation::NameValidator {
 }
 
 /// Validation on create.
-pub fn on_create(info: &ResourceInfo, object: &Value) -> ErrorList {
+pub fn on_create(strategy: &Strategy, object: &Value) -> ErrorList {
+    let mut errs = builtin_on_create(strategy.info, object);
+    if let Some(custom) = &strategy.custom {
+        errs.append(custom.validate(object, None));
+    }
+    errs
+}
+
+fn builtin_on_create(info: &ResourceInfo, object: &Value) -> ErrorList {
     if has_validator(info.group, info.version, info.kind) {
         return validate_create(info.group, info.version, info.kind, object);
     }
@@ -43,7 +59,15 @@ pub fn on_create(info: &ResourceInfo, object: &Value) -> ErrorList {
 }
 
 /// Validation on update of `old` to `new`.
-pub fn on_update(info: &ResourceInfo, new: &Value, old: &Value) -> ErrorList {
+pub fn on_update(strategy: &Strategy, new: &Value, old: &Value) -> ErrorList {
+    let mut errs = builtin_on_update(strategy.info, new, old);
+    if let Some(custom) = &strategy.custom {
+        errs.append(custom.validate(new, Some(old)));
+    }
+    errs
+}
+
+fn builtin_on_update(info: &ResourceInfo, new: &Value, old: &Value) -> ErrorList {
     if has_validator(info.group, info.version, info.kind) {
         return validate_update(info.group, info.version, info.kind, new, old);
     }
