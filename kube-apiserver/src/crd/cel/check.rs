@@ -124,6 +124,17 @@ const FUNCTIONS: &[&str] = &[
     "sets.contains",
     "sets.equivalent",
     "sets.intersects",
+    "quantity",
+    "isQuantity",
+    "sign",
+    "isInteger",
+    "asInteger",
+    "asApproximateFloat",
+    "add",
+    "sub",
+    "isGreaterThan",
+    "isLessThan",
+    "compareTo",
 ];
 
 /// Namespaces of global functions (`math.abs(x)` parses as a call on the identifier `math`).

@@ -17,6 +17,7 @@ mod escape;
 mod field_path;
 mod library;
 mod node;
+mod quantity;
 mod rule;
 mod value;
 
