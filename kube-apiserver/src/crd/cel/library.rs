@@ -2,7 +2,8 @@
 //! `lists`, `math` and `encoders` extensions of the `cel` crate, and the parts of Kubernetes'
 //! own libraries that custom resources commonly use: lists (`isSorted`, `sum`, `min`, `max`,
 //! `indexOf`, `lastIndexOf`), regex (`find`, `findAll`), URLs (`url`, `isURL` and the
-//! getters), `sets.contains/equivalent/intersects`, and quantities (`quantity.rs`).
+//! getters), `sets.contains/equivalent/intersects`, quantities (`quantity.rs`), IPs and CIDRs
+//! (`net.rs`).
 
 use cel::common::types::{DYN_TYPE, INT_TYPE, LIST_TYPE, MAP_TYPE, STRING_TYPE};
 use cel::common::value::CowVal;
@@ -25,6 +26,7 @@ fn build() -> Result<Env, cel::DeclarationError> {
     env.add_extension(extensions::math)?;
     env.add_extension(extensions::encoders)?;
     env.add_extension(super::quantity::register)?;
+    env.add_extension(super::net::register)?;
     env.add_member_overload("isSorted", "list_is_sorted", LIST_TYPE, vec![], is_sorted)?;
     env.add_member_overload("sum", "list_sum", LIST_TYPE, vec![], sum)?;
     env.add_member_overload("min", "list_min", LIST_TYPE, vec![], min)?;

@@ -16,6 +16,7 @@ mod cost;
 mod escape;
 mod field_path;
 mod library;
+mod net;
 mod node;
 mod quantity;
 mod rule;
