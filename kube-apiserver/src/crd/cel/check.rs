@@ -188,7 +188,8 @@ struct Checker<'a> {
     resource: bool,
     facts: Facts,
     issues: Vec<String>,
-    scope: Vec<String>,
+    /// Comprehension variables in scope, with the schema node of their values when known.
+    scope: Vec<(String, Option<&'a Node>)>,
 }
 
 /// Where a select chain rooted at `self`/`oldSelf` leads in the schema.
@@ -201,7 +202,16 @@ enum Place<'a> {
 
 impl<'a> Checker<'a> {
     fn bound(&self, name: &str) -> bool {
-        self.scope.iter().any(|s| s == name)
+        self.scope.iter().any(|(s, _)| s == name)
+    }
+
+    /// The schema node of the innermost comprehension variable `name`, if it has one.
+    fn bound_node(&self, name: &str) -> Option<&'a Node> {
+        self.scope
+            .iter()
+            .rev()
+            .find(|(s, _)| s == name)
+            .and_then(|(_, n)| *n)
     }
 
     fn issue(&mut self, id: u64, msg: String) {
@@ -219,7 +229,7 @@ impl<'a> Checker<'a> {
             },
             Expr::Ident(name) => {
                 if self.bound(name) {
-                    return Known::Unknown;
+                    return self.bound_node(name).map_or(Known::Unknown, kind_of);
                 }
                 match name.as_str() {
                     "self" => kind_of(self.node),
@@ -293,11 +303,24 @@ impl<'a> Checker<'a> {
                 let inner = depth + 1;
                 self.facts.loop_depth = self.facts.loop_depth.max(inner);
                 let pushed = 2 + usize::from(c.iter_var2.is_some());
-                self.scope.push(c.iter_var.clone());
-                if let Some(v2) = &c.iter_var2 {
-                    self.scope.push(v2.clone());
+                // Over a list of the schema, the variable is an item; over a map, a key.
+                let element = match self.place(&c.iter_range) {
+                    Some(Place::Node(n, _)) => n.items.as_deref(),
+                    _ => None,
+                };
+                let value = match self.place(&c.iter_range) {
+                    Some(Place::Node(n, _)) => n.items.as_deref().or(n.additional.as_deref()),
+                    _ => None,
+                };
+                match &c.iter_var2 {
+                    None => self.scope.push((c.iter_var.clone(), element)),
+                    // Two variables: index and item, or key and value.
+                    Some(v2) => {
+                        self.scope.push((c.iter_var.clone(), None));
+                        self.scope.push((v2.clone(), value));
+                    }
                 }
-                self.scope.push(c.accu_var.clone());
+                self.scope.push((c.accu_var.clone(), None));
                 self.walk(&c.loop_cond, inner);
                 self.walk(&c.loop_step, inner);
                 // The result only reads the accumulator, once: not a loop body.
@@ -369,7 +392,10 @@ impl<'a> Checker<'a> {
     /// Where `e` leads when it is a select chain from `self` or `oldSelf`.
     fn place(&self, e: &IdedExpr) -> Option<Place<'a>> {
         match &e.expr {
-            Expr::Ident(name) if (name == "self" || name == "oldSelf") && !self.bound(name) => {
+            Expr::Ident(name) if self.bound(name) => {
+                self.bound_node(name).map(|n| Place::Node(n, n.embedded))
+            }
+            Expr::Ident(name) if name == "self" || name == "oldSelf" => {
                 Some(Place::Node(self.node, self.resource))
             }
             Expr::Select(sel) if !sel.test => match self.place(&sel.operand)? {

@@ -382,17 +382,19 @@ fn escaped_property_names_and_common_functions() {
 #[test]
 fn compile_errors_carry_their_paths() {
     let errs = compile_errors(spec_schema(
-        json!({"replicas": {"type": "integer"}}),
+        json!({"replicas": {"type": "integer"}, "ports": {"type": "array", "items": {
+            "type": "object", "properties": {"port": {"type": "integer"}}}}}),
         json!([
             {"rule": "self.replicas >"},
             {"rule": "self.nope > 1"},
             {"rule": "self.replicas + 1"},
             {"rule": "foo(self.replicas)"},
             {"rule": "self.replicas > 1", "messageExpression": "self.replicas"},
+            {"rule": "self.ports.all(p, p.prot > 0)"},
         ]),
     ));
     let base = "spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations";
-    assert_eq!(errs.len(), 5, "{errs:#?}");
+    assert_eq!(errs.len(), 6, "{errs:#?}");
     assert!(
         errs[0].starts_with(&format!(
             "{base}[0].rule: Invalid value: apiextensions.ValidationRule{{Rule:\"self.replicas >\", Message:\"\", MessageExpression:\"\", Reason:(*apiextensions.FieldValueErrorReason)(nil), FieldPath:\"\", OptionalOldSelf:(*bool)(nil)}}: compilation failed: ERROR: <input>:1:"
@@ -423,6 +425,8 @@ fn compile_errors_carry_their_paths() {
         "{}",
         errs[4]
     );
+    // Comprehension variables take the type of the list's items.
+    assert!(errs[5].contains("undefined field 'prot'"), "{}", errs[5]);
 }
 
 #[test]
