@@ -486,10 +486,10 @@ fn kind_of(n: &Node) -> Known {
     if n.int_or_string {
         return Known::Other;
     }
-    match (n.ty.as_str(), n.format.as_deref()) {
-        ("boolean", _) => Known::Bool,
-        ("string", None) => Known::String,
-        ("", _) => Known::Unknown,
+    match n.ty.as_str() {
+        "boolean" => Known::Bool,
+        "string" if cel_type_name(n) == "string" => Known::String,
+        "" => Known::Unknown,
         _ => Known::Other,
     }
 }

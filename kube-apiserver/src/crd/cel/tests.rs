@@ -355,6 +355,8 @@ fn escaped_property_names_and_common_functions() {
             "items": {"type": "array", "items": {"type": "string"}},
             "ratio": {"type": "number"},
             "timeout": {"type": "string", "format": "duration"},
+            "url": {"type": "string", "format": "uri"},
+            "enabled": {"type": "boolean"},
         }),
         json!([
             {"rule": "self.x__dash__name.matches('^[a-z]+$')"},
@@ -365,18 +367,22 @@ fn escaped_property_names_and_common_functions() {
             {"rule": "self.ratio > 0.5"},
             {"rule": "self.timeout < duration('1h')"},
             {"rule": "self.items.isSorted()"},
+            // A string of format uri is a plain string: fit for a message.
+            {"rule": "self.enabled", "messageExpression": "self.url"},
         ]),
     ));
     let good = object(json!({
         "x-name": "abc", "namespace": "ns", "items": ["a", "b", "c"],
-        "ratio": 1, "timeout": "30m",
+        "ratio": 1, "timeout": "30m", "url": "https://a", "enabled": true,
     }));
     assert_eq!(messages(&v.validate(&good, None)), Vec::<String>::new());
     let bad = object(json!({
         "x-name": "ABC", "namespace": "NS", "items": ["c", "b", "bb"],
-        "ratio": 0, "timeout": "2h",
+        "ratio": 0, "timeout": "2h", "url": "https://b", "enabled": false,
     }));
-    assert_eq!(v.validate(&bad, None).len(), 8);
+    let errs = messages(&v.validate(&bad, None));
+    assert_eq!(errs.len(), 9, "{errs:#?}");
+    assert_eq!(errs[8], "spec: Invalid value: \"object\": https://b");
 }
 
 #[test]
