@@ -537,3 +537,48 @@ fn compile_errors_are_shaped_as_cel_go_prints_them() {
         errs[0]
     );
 }
+
+#[test]
+fn embedded_resources_show_their_kind_and_name_only() {
+    let v = compile(spec_schema(
+        json!({"template": {
+            "type": "object",
+            "x-kubernetes-embedded-resource": true,
+            "x-kubernetes-preserve-unknown-fields": true,
+            "x-kubernetes-validations": [
+                {"rule": "self.kind == 'Pod' && self.metadata.name.startsWith('p')"},
+                {"rule": "!has(self.metadata.labels)"},
+            ],
+        }}),
+        json!([]),
+    ));
+    let template = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "pod", "labels": {"a": "b"}}, "spec": {}});
+    assert!(
+        v.validate(&object(json!({ "template": template })), None)
+            .is_empty()
+    );
+    let other = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "pod"}});
+    assert_eq!(
+        v.validate(&object(json!({ "template": other })), None)
+            .len(),
+        1
+    );
+}
+
+#[test]
+fn int_or_string_values_keep_their_json_type() {
+    let v = compile(spec_schema(
+        json!({"port": {"x-kubernetes-int-or-string": true, "x-kubernetes-validations": [
+            {"rule": "type(self) == int ? self > 0 : self.matches('^[a-z]+$')"},
+        ]}}),
+        json!([]),
+    ));
+    assert!(v.validate(&object(json!({"port": 80})), None).is_empty());
+    assert!(
+        v.validate(&object(json!({"port": "http"})), None)
+            .is_empty()
+    );
+    assert_eq!(v.validate(&object(json!({"port": 0})), None).len(), 1);
+    assert_eq!(v.validate(&object(json!({"port": "HTTP"})), None).len(), 1);
+}
