@@ -3,9 +3,14 @@
 //! installs and removes custom resources as CRDs come and go.
 
 pub mod cel;
+pub mod conditions;
+pub mod controller;
+mod finalizer;
 pub mod info;
+pub mod registry;
 pub mod schema;
 pub mod validation;
+pub mod version_order;
 
 /// The finalizer that holds a deleted CRD until its instances are gone.
 pub const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
@@ -41,6 +46,8 @@ pub struct CustomResource {
     pub printer: Arc<CustomPrinter>,
     /// The scale subresource, when enabled.
     pub scale: Option<ScalePaths>,
+    /// The CRD is being deleted: no new instances are accepted.
+    pub terminating: bool,
 }
 
 impl CustomResource {

@@ -22,6 +22,10 @@ pub fn resource_prefix(info: &ResourceInfo) -> String {
         }
         ("apiregistration.k8s.io", "apiservices") => "apiregistration.k8s.io/apiservices",
         ("flowcontrol.apiserver.k8s.io", plural) => return format!("{ROOT}/{plural}/"),
+        // Custom resources live under their group, as upstream's apiextensions stores them.
+        (group, plural) if api_types::registry::by_group_resource(group, plural).is_none() => {
+            return format!("{ROOT}/{group}/{plural}/");
+        }
         (_, plural) => plural,
     };
     format!("{ROOT}/{path}/")

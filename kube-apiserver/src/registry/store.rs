@@ -51,6 +51,8 @@ pub struct ResourceStore {
     dry_run: bool,
     /// The request's admission chain; None for the apiserver's own writes.
     admission: Option<Arc<dyn WriteAdmission>>,
+    /// Records managedFields on what each write stores (server-side apply's field manager).
+    tracker: Option<Arc<dyn crate::apply::WriteTracker>>,
 }
 
 impl ResourceStore {
@@ -61,6 +63,27 @@ impl ResourceStore {
             services: None,
             dry_run: false,
             admission: None,
+            tracker: None,
+        }
+    }
+
+    /// The store of one served version of a custom resource.
+    pub fn for_custom(
+        info: &'static ResourceInfo,
+        backend: Arc<dyn Backend>,
+        custom: Arc<crate::crd::CustomResource>,
+    ) -> Self {
+        Self {
+            strategy: Strategy::for_custom(info, custom),
+            ..Self::new(info, backend)
+        }
+    }
+
+    /// The same store recording managedFields with `tracker` on every create and update.
+    pub fn with_tracker(&self, tracker: Arc<dyn crate::apply::WriteTracker>) -> Self {
+        Self {
+            tracker: Some(tracker),
+            ..self.clone()
         }
     }
 
@@ -103,6 +126,23 @@ impl ResourceStore {
     pub fn with_service_allocator(mut self, allocator: Arc<ServiceAllocator>) -> Self {
         self.services = Some(allocator);
         self
+    }
+
+    /// A custom resource is stored in its CRD's storage version whatever version it was
+    /// written in (the `None` conversion: only `apiVersion` changes).
+    fn to_storage_version(&self, object: &mut Value) {
+        if let Some(custom) = &self.strategy.custom
+            && let Some(map) = object.as_object_mut()
+        {
+            let info = self.info();
+            map.insert(
+                "apiVersion".into(),
+                json!(api_types::registry::api_version(
+                    info.group,
+                    &custom.storage_version
+                )),
+            );
+        }
     }
 
     /// Gives back what a deleted object held.
@@ -182,11 +222,15 @@ impl ResourceStore {
         }
         validate::default(&self.strategy, &mut object).map_err(|errs| self.invalid(&name, errs))?;
         self.strategy.prepare_for_create(&mut object);
+        if let Some(tracker) = &self.tracker {
+            tracker.track(&mut object, None);
+        }
         let errs = validate::on_create(&self.strategy, &object);
         if !errs.is_empty() {
             return Err(self.invalid(&name, errs));
         }
         self.admission_check(Some(&object), None).await?;
+        self.to_storage_version(&mut object);
         let key = self.key(namespace, &name);
         if self.dry_run {
             // Addresses and ports are not allocated for a dry run; existence is still checked.
@@ -325,11 +369,15 @@ impl ResourceStore {
             if let (Some(services), Part::Main, false) = (&self.services, part, self.dry_run) {
                 services.reconcile_update(&mut new, &old).await?;
             }
+            if let Some(tracker) = &self.tracker {
+                tracker.track(&mut new, Some(&old));
+            }
             let errs = validate::on_update(&self.strategy, &new, &old);
             if !errs.is_empty() {
                 return Err(self.invalid(name, errs));
             }
             self.admission_check(Some(&new), Some(&old)).await?;
+            self.to_storage_version(&mut new);
             if without_resource_version(&new) == without_resource_version(&old) {
                 // Upstream skips writes that change nothing: the resourceVersion stays.
                 return Ok(old);

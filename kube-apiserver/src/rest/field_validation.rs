@@ -3,9 +3,14 @@
 //! default), nothing under `Ignore`.
 
 use super::query::Query;
+use crate::http::body::{decode, decode_yaml_located};
+use crate::http::duplicate_fields::{self, Duplicate};
+use crate::http::negotiation::InputFormat;
+use crate::http::status::go_quote;
 use crate::http::status::ApiError;
 use crate::openapi::definitions::{Definitions, V3_REF_PREFIX};
 use crate::openapi::kinds;
+use crate::crd::CustomResource;
 use api_types::registry::ResourceInfo;
 use serde_json::{Map, Value};
 
@@ -31,8 +36,13 @@ impl FieldValidation {
     }
 
     /// Prunes `object` and answers as the mode says: the warnings to send, or a 400.
-    pub fn check(self, info: &ResourceInfo, object: &mut Value) -> Result<Vec<String>, ApiError> {
-        let unknown = prune_unknown_fields(info, object);
+    pub fn check(
+        self,
+        info: &ResourceInfo,
+        custom: Option<&CustomResource>,
+        object: &mut Value,
+    ) -> Result<Vec<String>, ApiError> {
+        let unknown = prune_unknown_fields(info, custom, object);
         let messages: Vec<String> = unknown
             .iter()
             .map(|path| format!("unknown field {}", crate::http::status::go_quote(path)))
@@ -49,9 +59,163 @@ impl FieldValidation {
     }
 }
 
+/// What decoding found besides the object.
+enum Found {
+    /// JSON: duplicate keys with their paths and positions.
+    Json(Vec<Duplicate>),
+    /// YAML: go-yaml's `line <n>: key "<k>" already set in map` messages.
+    Yaml(Vec<String>),
+    Nothing,
+}
+
+impl FieldValidation {
+    /// Decodes the body of a create or update (noting duplicate keys), checks its kind and
+    /// prunes unknown fields; answers with the object and the warnings to send, or the 400 of
+    /// `Strict`, worded as upstream's typed decoding words them.
+    pub fn decode_and_check(
+        self,
+        info: &ResourceInfo,
+        custom: Option<&CustomResource>,
+        bytes: &[u8],
+        format: InputFormat,
+    ) -> Result<(Value, Vec<String>), ApiError> {
+        let (mut object, found) = match format {
+            InputFormat::Json => {
+                let (value, duplicates) = duplicate_fields::decode_json(bytes).map_err(|e| {
+                    ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}"))
+                })?;
+                (value, Found::Json(duplicates))
+            }
+            InputFormat::Yaml => {
+                let (value, lines) = decode_yaml_located(bytes, self != Self::Ignore)?;
+                (value, Found::Yaml(lines))
+            }
+            InputFormat::Protobuf => (decode(bytes, format)?, Found::Nothing),
+        };
+        crate::rest::handler::check_kind(info, &mut object)?;
+        let unknown = prune_unknown_fields(info, custom, &mut object);
+        if self == Self::Ignore {
+            return Ok((object, Vec::new()));
+        }
+        let unknown_message = |path: &String| format!("unknown field {}", go_quote(path));
+        // Strict joins the problems with ", "; go-yaml's own are one error of many lines.
+        let (warnings, strict) = match found {
+            Found::Yaml(lines) if !lines.is_empty() => {
+                let mut strict = vec![format!(
+                    "yaml: unmarshal errors:\n  {}",
+                    lines.join("\n  ")
+                )];
+                strict.extend(unknown.iter().map(unknown_message));
+                let mut warnings = lines;
+                warnings.extend(unknown.iter().map(unknown_message));
+                (warnings, strict)
+            }
+            Found::Json(duplicates) if !duplicates.is_empty() => {
+                let messages = json_problems(bytes, duplicates, &unknown);
+                (messages.clone(), messages)
+            }
+            _ => {
+                let messages: Vec<String> = unknown.iter().map(unknown_message).collect();
+                (messages.clone(), messages)
+            }
+        };
+        match self {
+            _ if warnings.is_empty() => Ok((object, Vec::new())),
+            Self::Strict => Err(ApiError::bad_request(format!(
+                "{kind} in version {version} cannot be handled as a {kind}: strict decoding error: {}",
+                strict.join(", "),
+                kind = info.kind,
+                version = go_quote(info.version),
+            ))),
+            _ => Ok((object, warnings)),
+        }
+    }
+
+    /// [`FieldValidation::check`] of a patched object, with the duplicate keys of the patch
+    /// itself reported first, as upstream does (`json patch duplicate field "[1].path"` for
+    /// a JSON patch's operations).
+    pub fn check_patched(
+        self,
+        info: &ResourceInfo,
+        custom: Option<&CustomResource>,
+        patched: &mut Value,
+        patch_duplicates: &[String],
+    ) -> Result<Vec<String>, ApiError> {
+        let mut messages = patch_duplicates.to_vec();
+        messages.extend(prune_unknown_fields(info, custom, patched).iter().map(|path| format!("unknown field {}", go_quote(path))));
+        match self {
+            _ if messages.is_empty() => Ok(Vec::new()),
+            Self::Ignore => Ok(Vec::new()),
+            Self::Warn => Ok(messages),
+            Self::Strict => Err(ApiError::bad_request(format!(
+                "strict decoding error: {}",
+                messages.join(", ")
+            ))),
+        }
+    }
+}
+
+/// The duplicate-key messages of a patch body: every duplicate of a merge or strategic merge
+/// patch; of a JSON patch, those of the operations' own fields (not of their values).
+pub fn patch_duplicates(json_patch: bool, bytes: &[u8]) -> Vec<String> {
+    let Ok((_, duplicates)) = duplicate_fields::decode_json(bytes) else {
+        return Vec::new();
+    };
+    duplicates
+        .into_iter()
+        .filter_map(|d| {
+            if !json_patch {
+                return Some(format!("duplicate field {}", go_quote(&d.path)));
+            }
+            // `[1].path`: an operation's field, not something inside its value.
+            let rest = d.path.strip_prefix('[')?.split_once("].")?.1;
+            (!rest.contains(['.', '['])).then(|| format!("json patch duplicate field {}", go_quote(&d.path)))
+        })
+        .collect()
+}
+
+/// A JSON body's duplicate and unknown fields in document order; a field both unknown and
+/// duplicated (or inside an unknown one) is only unknown, as upstream's typed decoding has it.
+fn json_problems(bytes: &[u8], duplicates: Vec<Duplicate>, unknown: &[String]) -> Vec<String> {
+    let under_unknown = |path: &str| {
+        unknown.iter().any(|u| {
+            path.strip_prefix(u.as_str())
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '[']))
+        })
+    };
+    let mut problems: Vec<(usize, String)> = duplicates
+        .into_iter()
+        .filter(|d| !under_unknown(&d.path))
+        .map(|d| (d.position, format!("duplicate field {}", go_quote(&d.path))))
+        .collect();
+    if !unknown.is_empty() {
+        let positions = duplicate_fields::key_positions(bytes, unknown);
+        problems.extend(unknown.iter().map(|path| {
+            (
+                positions.get(path).copied().unwrap_or(usize::MAX),
+                format!("unknown field {}", go_quote(path)),
+            )
+        }));
+        problems.sort_by_key(|(position, _)| *position);
+    }
+    problems.into_iter().map(|(_, message)| message).collect()
+}
+
 /// Removes the fields of `object` its kind's schema does not define; returns their paths
-/// (`spec.template.spec.containers[0].bogus`). Kinds without a schema are left alone.
-pub fn prune_unknown_fields(info: &ResourceInfo, object: &mut Value) -> Vec<String> {
+/// (`spec.template.spec.containers[0].bogus`). A custom resource is pruned by its structural
+/// schema; kinds without a schema are left alone.
+pub fn prune_unknown_fields(
+    info: &ResourceInfo,
+    custom: Option<&CustomResource>,
+    object: &mut Value,
+) -> Vec<String> {
+    if let Some(custom) = custom {
+        return custom
+            .schema
+            .as_ref()
+            .map(|schema| schema.prune(object))
+            .unwrap_or_default();
+    }
     let defs = crate::openapi::definitions();
     let Some(kind) = kinds::find(&defs.kinds, info.group, info.version, info.kind) else {
         return Vec::new();
@@ -172,7 +336,7 @@ mod tests {
                      "resources": {"limits": {"cpu": "1"}}}
                 ]}}},
         });
-        let unknown = prune_unknown_fields(info, &mut deployment);
+        let unknown = prune_unknown_fields(info, None, &mut deployment);
         assert_eq!(
             unknown,
             [
@@ -191,7 +355,7 @@ mod tests {
             "1"
         );
         assert!(
-            prune_unknown_fields(info, &mut deployment).is_empty(),
+            prune_unknown_fields(info, None, &mut deployment).is_empty(),
             "pruning is complete"
         );
     }

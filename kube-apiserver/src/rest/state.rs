@@ -26,6 +26,26 @@ pub struct ResourceEntry {
     pub custom: Option<Arc<crate::crd::CustomResource>>,
 }
 
+impl ResourceEntry {
+    /// An object as this entry serves it: a custom resource in the requested version (the
+    /// `None` conversion sets `apiVersion`) with its schema's defaults applied, as upstream
+    /// defaults custom resources read from storage.
+    pub fn output(&self, mut object: Value) -> Value {
+        if let Some(custom) = &self.custom
+            && let Some(map) = object.as_object_mut()
+        {
+            map.insert(
+                "apiVersion".into(),
+                Value::String(self.store.info().api_version()),
+            );
+            if let Some(schema) = &custom.schema {
+                schema.apply_defaults(&mut object);
+            }
+        }
+        object
+    }
+}
+
 /// What the write path consults about who may do what: admission, the authorizer (for the
 /// RBAC escalation check), the RBAC objects and the service account token signer. Set once
 /// after start-up, because the authorizers themselves read the state's caches.
@@ -57,7 +77,11 @@ impl Default for Security {
 pub struct ApiState {
     entries: HashMap<(&'static str, &'static str, &'static str), Arc<ResourceEntry>>,
     pub backend: Arc<dyn Backend>,
+    /// The OpenAPI documents of the established CRDs, rebuilt by the CRD controller.
+    pub custom_openapi: crate::openapi::custom::CustomDocuments,
     security: OnceLock<Security>,
+    /// The custom resources of the installed CRDs.
+    pub crds: Arc<crate::crd::registry::CrdRegistry>,
 }
 
 impl ApiState {
@@ -95,8 +119,13 @@ impl ApiState {
         }
         Ok(Arc::new(Self {
             entries,
+            crds: Arc::new(crate::crd::registry::CrdRegistry::new(
+                backend.clone(),
+                shutdown.clone(),
+            )),
             backend,
             security: OnceLock::new(),
+            custom_openapi: Default::default(),
         }))
     }
 
@@ -119,6 +148,14 @@ impl ApiState {
         registry::by_group_version_resource(group, version, plural).and_then(
             |info: &ResourceInfo| self.entries.get(&(info.group, info.version, info.plural)),
         )
+    }
+
+    /// The entry of a served resource, built-in or custom, as requests name it.
+    pub fn resolve(&self, group: &str, version: &str, plural: &str) -> Option<Arc<ResourceEntry>> {
+        match self.entry(group, version, plural) {
+            Some(entry) => Some(entry.clone()),
+            None => self.crds.entry(group, version, plural),
+        }
     }
 
     /// The store of a served resource (for bootstrap and internal writers).
