@@ -433,12 +433,18 @@ pub fn tls_config_with(cert: ServingCert, settings: &TlsSettings) -> Result<Arc<
 #[derive(Debug, Clone)]
 pub struct PeerCertificates(pub Arc<Vec<CertificateDer<'static>>>);
 
-/// Puts one connection's client certificates on each of its requests: the handshake is per
-/// connection, but authentication is per request.
+/// The address of the peer a request came from. A request extension on every served request
+/// (audit events record it among their source IPs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RemoteAddr(pub SocketAddr);
+
+/// Puts one connection's client certificates and peer address on each of its requests: the
+/// handshake is per connection, but authentication is per request.
 #[derive(Clone)]
 struct WithPeerCertificates<S> {
     inner: S,
     peer: Option<PeerCertificates>,
+    remote: SocketAddr,
 }
 
 impl<S, B> hyper::service::Service<Request<B>> for WithPeerCertificates<S>
@@ -453,6 +459,7 @@ where
         if let Some(peer) = &self.peer {
             req.extensions_mut().insert(peer.clone());
         }
+        req.extensions_mut().insert(RemoteAddr(self.remote));
         self.inner.call(req)
     }
 }
@@ -522,6 +529,11 @@ where
             tokio::spawn(async move {
                 let result = match acceptor {
                     None => {
+                        let service = WithPeerCertificates {
+                            inner: service,
+                            peer: None,
+                            remote: peer,
+                        };
                         let conn =
                             builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
                         watcher.watch(conn.into_owned()).await
@@ -537,7 +549,7 @@ where
                             }
                             Err(_) => return,
                         };
-                        let peer = tls_stream
+                        let certificates = tls_stream
                             .get_ref()
                             .1
                             .peer_certificates()
@@ -545,7 +557,8 @@ where
                             .map(|chain| PeerCertificates(Arc::new(chain.to_vec())));
                         let service = WithPeerCertificates {
                             inner: service,
-                            peer,
+                            peer: certificates,
+                            remote: peer,
                         };
                         let conn = builder
                             .serve_connection_with_upgrades(TokioIo::new(tls_stream), service);

@@ -30,6 +30,7 @@ fn config(authorizer_deny: bool, max_ro: usize, max_mut: usize) -> StackConfig {
         },
         max_requests_inflight: max_ro,
         max_mutating_requests_inflight: max_mut,
+        audit: None,
     }
 }
 

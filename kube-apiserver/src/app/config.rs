@@ -69,6 +69,8 @@ pub struct Config {
     pub service_node_port_range: RangeInclusive<u16>,
     /// The address the `kubernetes` service's endpoints point at.
     pub advertise_address: IpAddr,
+    /// `--audit-policy-file` (read and validated) and `--audit-log-*`.
+    pub audit: crate::audit::AuditConfig,
 }
 
 impl TryFrom<Options> for Config {
@@ -216,6 +218,7 @@ impl TryFrom<Options> for Config {
                 (!bind.is_unspecified()).then_some(bind)
             })
             .unwrap_or_else(default_interface_address);
+        let audit = audit_config(&options.audit)?;
 
         Ok(Self {
             secure_serving,
@@ -240,8 +243,86 @@ impl TryFrom<Options> for Config {
             service_cluster_ip_range,
             service_node_port_range,
             advertise_address,
+            audit,
         })
     }
+}
+
+/// Validates the audit flags as upstream: the log flags only matter with a path, and a policy
+/// file that cannot be read or is invalid stops the start.
+fn audit_config(o: &super::options::AuditOptions) -> anyhow::Result<crate::audit::AuditConfig> {
+    use crate::audit::log::{DEFAULT_BATCH_BUFFER_SIZE, Format, LogConfig, Mode};
+    use crate::audit::rotate::Rotation;
+    let policy = o
+        .audit_policy_file
+        .as_deref()
+        .filter(|p| !p.as_os_str().is_empty())
+        .map(crate::audit::policy::Policy::load)
+        .transpose()
+        .map_err(|e| anyhow::anyhow!("loading audit policy file: {e}"))?;
+    let Some(path) = o
+        .audit_log_path
+        .clone()
+        .filter(|p| !p.as_os_str().is_empty())
+    else {
+        return Ok(crate::audit::AuditConfig { policy, log: None });
+    };
+    let format = Format::parse(&o.audit_log_format).ok_or_else(|| {
+        anyhow::anyhow!(
+            "invalid audit log format {}, allowed formats are {:?}",
+            o.audit_log_format,
+            Format::ALLOWED
+        )
+    })?;
+    let mode = Mode::parse(&o.audit_log_mode).ok_or_else(|| {
+        anyhow::anyhow!(
+            "invalid audit log mode {}, allowed modes are {:?}",
+            o.audit_log_mode,
+            Mode::ALLOWED
+        )
+    })?;
+    if mode == Mode::Batch && o.audit_log_batch_buffer_size <= 0 {
+        bail!(
+            "invalid audit batch log buffer size {}, must be a positive number",
+            o.audit_log_batch_buffer_size
+        );
+    }
+    if o.audit_log_version != crate::audit::policy::API_VERSION {
+        bail!(
+            "invalid --audit-log-version {:?}: only {} is supported",
+            o.audit_log_version,
+            crate::audit::policy::API_VERSION
+        );
+    }
+    for (flag, value) in [
+        ("--audit-log-maxage", o.audit_log_maxage),
+        ("--audit-log-maxbackup", o.audit_log_maxbackup),
+        ("--audit-log-maxsize", o.audit_log_maxsize),
+    ] {
+        if value < 0 {
+            bail!("{flag} {value} can't be a negative number");
+        }
+    }
+    if o.audit_log_compress {
+        bail!(
+            "--audit-log-compress is not supported yet: rotated audit logs are kept uncompressed"
+        );
+    }
+    Ok(crate::audit::AuditConfig {
+        policy,
+        log: Some(LogConfig {
+            path,
+            rotation: Rotation {
+                max_size_mb: o.audit_log_maxsize as u64,
+                max_backups: o.audit_log_maxbackup as usize,
+                max_age_days: o.audit_log_maxage as u64,
+            },
+            format,
+            mode,
+            batch_buffer_size: usize::try_from(o.audit_log_batch_buffer_size)
+                .unwrap_or(DEFAULT_BATCH_BUFFER_SIZE),
+        }),
+    })
 }
 
 /// Parses upstream's port range syntax: `30000-32767` or `30000+2767`.

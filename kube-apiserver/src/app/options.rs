@@ -34,6 +34,8 @@ pub struct Options {
     #[command(flatten)]
     pub admission: AdmissionOptions,
     #[command(flatten)]
+    pub audit: AuditOptions,
+    #[command(flatten)]
     pub misc: MiscOptions,
     #[command(flatten)]
     pub common: CommonFlags,
@@ -177,6 +179,79 @@ pub struct AdmissionOptions {
     /// plugins list. The order of plugins in this flag does not matter.
     #[arg(long, value_name = "strings", value_delimiter = ',')]
     pub disable_admission_plugins: Vec<String>,
+}
+
+/// Upstream's audit flags (in its "Auditing flags" section): the policy and the log backend.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Auditing flags")]
+pub struct AuditOptions {
+    /// Path to the file that defines the audit policy configuration.
+    #[arg(long, value_name = "string")]
+    pub audit_policy_file: Option<PathBuf>,
+
+    /// If set, all requests coming to the apiserver will be logged to this file.  '-' means
+    /// standard out.
+    #[arg(long, value_name = "string")]
+    pub audit_log_path: Option<PathBuf>,
+
+    /// The maximum number of days to retain old audit log files based on the timestamp encoded
+    /// in their filename.
+    #[arg(
+        long,
+        value_name = "int",
+        default_value_t = 0,
+        allow_negative_numbers = true
+    )]
+    pub audit_log_maxage: i64,
+
+    /// The maximum number of old audit log files to retain. Setting a value of 0 will mean
+    /// there's no restriction on the number of files.
+    #[arg(
+        long,
+        value_name = "int",
+        default_value_t = 0,
+        allow_negative_numbers = true
+    )]
+    pub audit_log_maxbackup: i64,
+
+    /// The maximum size in megabytes of the audit log file before it gets rotated.
+    #[arg(
+        long,
+        value_name = "int",
+        default_value_t = 0,
+        allow_negative_numbers = true
+    )]
+    pub audit_log_maxsize: i64,
+
+    /// If set, the rotated log files will be compressed using gzip.
+    #[arg(long, value_name = "bool", default_value_t = false, num_args = 0..=1,
+          default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub audit_log_compress: bool,
+
+    /// Format of saved audits. "legacy" indicates 1-line text format for each event. "json"
+    /// indicates structured json format. Known formats are legacy,json.
+    #[arg(long, value_name = "string", default_value = "json")]
+    pub audit_log_format: String,
+
+    /// Strategy for sending audit events. Blocking indicates sending events should block
+    /// server responses. Batch causes the backend to buffer and write events asynchronously.
+    /// Known modes are batch,blocking,blocking-strict.
+    #[arg(long, value_name = "string", default_value = "blocking")]
+    pub audit_log_mode: String,
+
+    /// The size of the buffer to store events before batching and writing. Only used in batch
+    /// mode.
+    #[arg(
+        long,
+        value_name = "int",
+        default_value_t = 10000,
+        allow_negative_numbers = true
+    )]
+    pub audit_log_batch_buffer_size: i64,
+
+    /// API group and version used for serializing audit events written to log.
+    #[arg(long, value_name = "string", default_value = "audit.k8s.io/v1")]
+    pub audit_log_version: String,
 }
 
 /// Upstream's "Misc flags" for services.

@@ -5,6 +5,7 @@ use super::bootstrap;
 use super::config::{Config, StorageConfig};
 use super::router::Router;
 use super::security;
+use crate::audit::body::TapRequestBodies;
 use crate::http::discovery::DiscoveryHandler;
 use crate::http::{into_hyper, stack};
 use crate::registry::services::ServiceAllocator;
@@ -29,6 +30,11 @@ const CERT_PAIR_NAME: &str = "apiserver";
 /// Runs kube-apiserver until SIGTERM or SIGINT.
 pub async fn run(config: Config) -> anyhow::Result<()> {
     let shutdown = shutdown_on_signals()?;
+    // Opened first: a log path that cannot be written stops the start, as upstream's.
+    let auditor = config
+        .audit
+        .build()
+        .context("opening the audit log (--audit-log-path)")?;
     tracing::info!(
         version = component_base::version::GIT_VERSION,
         "starting kube-apiserver"
@@ -40,7 +46,8 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     bootstrap::ensure(&state, &config)
         .await
         .context("creating the bootstrap objects")?;
-    let (stack_config, reviewers) = security::install(&config, &state, &shutdown).await?;
+    let (mut stack_config, reviewers) = security::install(&config, &state, &shutdown).await?;
+    stack_config.audit = auditor.clone();
     if let Some(interval) = config.compaction_interval {
         tokio::spawn(compact_periodically(
             backend.clone(),
@@ -77,7 +84,11 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         let router = router.clone();
         async move { Ok::<_, Infallible>(router.route(req).await) }
     });
-    let service = into_hyper(stack(handler, &stack_config));
+    // Audited writes record their bodies as the handler reads them (crate::audit::body).
+    let service = into_hyper(TapRequestBodies::new(
+        stack(handler, &stack_config),
+        auditor.is_some(),
+    ));
 
     let addr = config
         .secure_serving

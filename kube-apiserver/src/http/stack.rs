@@ -1,18 +1,23 @@
 //! The request path assembled: every handler is wrapped in the same layers, in upstream's
-//! order (`DefaultBuildHandlerChain`, outermost first): panic recovery, request info, metrics
-//! and access log, authentication, in-flight limit, authorization, handler.
+//! order (`DefaultBuildHandlerChain`, outermost first): audit ID, panic recovery, request info,
+//! metrics and access log, authentication, audit, in-flight limit, authorization, handler.
 //!
 //! Upstream counts a request against the in-flight limit before authorizing it (authorization
 //! is work too), so the limit sits between authentication (it exempts `system:masters`, so it
 //! needs the user) and authorization.
+//!
+//! Audit sits right inside authentication, as upstream's: it knows who asked, and the
+//! refusals of the in-flight limit and authorization are audited too.
 
 use std::sync::Arc;
 
 use http::{Request, Response};
 use tower::{Service, ServiceBuilder, ServiceExt};
 
+use crate::audit::Auditor;
 use crate::http::auth::authenticator::Authenticator;
 use crate::http::auth::authorizer::{AlwaysAllow, Authorizer, with_privileged_groups};
+use crate::http::layers::audit::{Audit, AuditInit, AuditInitLayer, AuditLayer};
 use crate::http::layers::authentication::{Authentication, AuthenticationLayer};
 use crate::http::layers::authorization::{Authorization, AuthorizationLayer};
 use crate::http::layers::inflight::{
@@ -35,6 +40,9 @@ pub struct StackConfig {
     pub max_requests_inflight: usize,
     /// `--max-mutating-requests-inflight` (0: unlimited).
     pub max_mutating_requests_inflight: usize,
+    /// `--audit-policy-file` and `--audit-log-*`; None audits nothing (responses still carry
+    /// an `Audit-ID`).
+    pub audit: Option<Arc<Auditor>>,
 }
 
 impl Default for StackConfig {
@@ -45,13 +53,17 @@ impl Default for StackConfig {
             authorizer: Arc::new(with_privileged_groups(AlwaysAllow)),
             max_requests_inflight: DEFAULT_MAX_REQUESTS_INFLIGHT,
             max_mutating_requests_inflight: DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT,
+            audit: None,
         }
     }
 }
 
 /// The handler wrapped in every layer.
-pub type Stack<S> =
-    PanicRecovery<RequestInfoService<Metrics<Authentication<InFlightLimit<Authorization<S>>>>>>;
+pub type Stack<S> = AuditInit<
+    PanicRecovery<
+        RequestInfoService<Metrics<Authentication<Audit<InFlightLimit<Authorization<S>>>>>>,
+    >,
+>;
 
 /// Wraps `handler` (any `tower::Service<Request<B>>` answering `Response<Body>`, for any
 /// request body `B`: hyper's `Incoming` in the server, something simpler in tests) in the
@@ -59,6 +71,7 @@ pub type Stack<S> =
 /// on every request it gets.
 pub fn stack<S>(handler: S, config: &StackConfig) -> Stack<S> {
     ServiceBuilder::new()
+        .layer(AuditInitLayer::new(config.audit.clone()))
         .layer(PanicRecoveryLayer)
         .layer(RequestInfoLayer)
         .layer(MetricsLayer)
@@ -66,6 +79,7 @@ pub fn stack<S>(handler: S, config: &StackConfig) -> Stack<S> {
             AuthenticationLayer::new(config.authenticator.clone())
                 .with_impersonation(config.authorizer.clone()),
         )
+        .layer(AuditLayer::new(config.audit.clone()))
         .layer(InFlightLimitLayer::new(
             config.max_requests_inflight,
             config.max_mutating_requests_inflight,

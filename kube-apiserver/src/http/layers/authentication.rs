@@ -8,6 +8,7 @@ use futures::future::{BoxFuture, FutureExt};
 use http::{Request, Response, header};
 use tower::{Layer, Service};
 
+use crate::audit::context::AuthenticatedUser;
 use crate::http::auth::authenticator::Authenticator;
 use crate::http::auth::authorizer::Authorizer;
 use crate::http::auth::user::UserInfo;
@@ -92,8 +93,16 @@ where
                     {
                         match impersonation::impersonate(authorizer.as_ref(), &user, req.headers())
                         {
-                            Ok(acting) => user = acting,
-                            Err(err) => return Ok(err.into_response()),
+                            Ok(acting) => {
+                                // Audit records both the user who asked and the one acted as.
+                                let asked = std::mem::replace(&mut user, acting);
+                                req.extensions_mut().insert(AuthenticatedUser(asked));
+                            }
+                            Err(err) => {
+                                let mut resp = err.into_response();
+                                resp.extensions_mut().insert(AuthenticatedUser(user));
+                                return Ok(resp);
+                            }
                         }
                         strip_impersonation_headers(req.headers_mut());
                     }

@@ -72,8 +72,13 @@ where
             request: info,
         };
         match self.authorizer.authorize(&attrs) {
-            Decision::Allow => self.inner.call(req).boxed(),
+            Decision::Allow => {
+                // Our authorizers give no reason for an allow; upstream's RBAC names the binding.
+                crate::audit::context::record_authorization(req.extensions(), true, "");
+                self.inner.call(req).boxed()
+            }
             Decision::Deny(reason) | Decision::NoOpinion(reason) => {
+                crate::audit::context::record_authorization(req.extensions(), false, &reason);
                 let err = forbidden(&attrs, &reason);
                 tracing::debug!(user = %user.name, message = %err.message(), "forbidden");
                 futures::future::ready(Ok(err.into_response())).boxed()

@@ -1,6 +1,7 @@
 //! The tower layers of the request path, one concern each. [`crate::http::stack`] assembles
 //! them in upstream's order.
 
+pub mod audit;
 pub mod authentication;
 pub mod authorization;
 pub mod inflight;

@@ -1,0 +1,425 @@
+//! Auditing on the request path, as upstream's two filters:
+//!
+//! - [`AuditInit`] (outermost, `WithAuditInit`): every request gets an [`AuditId`] (the
+//!   client's `Audit-ID` header or a new UUID) and every response the `Audit-ID` header.
+//!   Requests the authentication layer refuses never reach [`Audit`]; this layer records them
+//!   (a 401 as upstream's `WithFailedAuthenticationAudit`, a refused impersonation with the
+//!   user who asked).
+//! - [`Audit`] (right inside authentication, `WithAudit`): evaluates the policy for the
+//!   authenticated user and writes the events of each stage. It sits outside the in-flight
+//!   limit and authorization, so their refusals (429, 403) are audited too; authorization
+//!   hands its decision over as annotations (`crate::audit::context`).
+//!
+//! Without an auditor both layers are a branch (plus the ID); a request at level `None` costs
+//! the policy match.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use component_base::serving::{PeerCertificates, RemoteAddr};
+use futures::future::{BoxFuture, FutureExt};
+use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, Uri, header};
+use http_body_util::BodyExt;
+use tower::{Layer, Service};
+
+use crate::audit::Auditor;
+use crate::audit::body::{OnComplete, RequestTap};
+use crate::audit::context::{AuditAnnotations, AuditId, AuthenticatedUser};
+use crate::audit::event::{Event, HEADER_AUDIT_ID, ResponseStatus, strip_managed_fields};
+use crate::audit::policy::{Level, RequestAuditConfig, Stage};
+use crate::audit::request::{
+    RequestFacts, decode_body, new_event, record_request_body, wants_request_body,
+};
+use crate::http::auth::user::UserInfo;
+use crate::http::request_info::RequestInfo;
+use crate::http::response::{Body, full};
+use crate::http::status::ApiError;
+
+/// Adds [`AuditInit`].
+#[derive(Clone, Default)]
+pub struct AuditInitLayer {
+    auditor: Option<Arc<Auditor>>,
+}
+
+impl AuditInitLayer {
+    /// A layer recording refused authentication with `auditor` (None: IDs only).
+    pub fn new(auditor: Option<Arc<Auditor>>) -> Self {
+        AuditInitLayer { auditor }
+    }
+}
+
+impl<S> Layer<S> for AuditInitLayer {
+    type Service = AuditInit<S>;
+    fn layer(&self, inner: S) -> Self::Service {
+        AuditInit {
+            inner,
+            auditor: self.auditor.clone(),
+        }
+    }
+}
+
+/// See the module documentation.
+#[derive(Clone)]
+pub struct AuditInit<S> {
+    inner: S,
+    auditor: Option<Arc<Auditor>>,
+}
+
+/// The audit ID of a request: the client's, or a new random UUID.
+fn audit_id(headers: &HeaderMap) -> (Arc<str>, HeaderValue) {
+    if let Some(value) = headers.get(HEADER_AUDIT_ID)
+        && let Ok(text) = value.to_str()
+        && !text.is_empty()
+    {
+        return (Arc::from(text), value.clone());
+    }
+    let id = uuid::Builder::from_random_bytes(rand::random())
+        .into_uuid()
+        .hyphenated()
+        .to_string();
+    let value = HeaderValue::from_str(&id).unwrap_or(HeaderValue::from_static(""));
+    (Arc::from(id), value)
+}
+
+/// What the outer layer keeps of a request in case authentication refuses it.
+struct Snapshot {
+    id: AuditId,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    remote: Option<std::net::SocketAddr>,
+    /// Upstream's message for a failed authentication: the methods the client tried.
+    auth_methods: String,
+}
+
+impl Snapshot {
+    fn of<B>(req: &Request<B>, id: &AuditId) -> Self {
+        let mut headers = HeaderMap::new();
+        for name in [header::USER_AGENT.as_str(), "x-forwarded-for", "x-real-ip"] {
+            if let Some(v) = req.headers().get(name) {
+                headers.insert(name, v.clone());
+            }
+        }
+        let mut methods = Vec::new();
+        let auth = req
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .trim();
+        let mut parts = auth.split(' ');
+        let scheme = parts.next().unwrap_or("").to_ascii_lowercase();
+        if scheme == "basic" {
+            methods.push("basic");
+        }
+        if scheme == "bearer" && parts.next().is_some() {
+            methods.push("bearer");
+        }
+        if req.uri().query().is_some_and(|q| {
+            q.split('&')
+                .any(|kv| kv.starts_with("access_token=") && kv.len() > 13)
+        }) {
+            methods.push("access_token");
+        }
+        if req.extensions().get::<PeerCertificates>().is_some() {
+            methods.push("x509");
+        }
+        let auth_methods = if methods.is_empty() {
+            String::new()
+        } else {
+            format!("Authentication failed, attempted: {}", methods.join(", "))
+        };
+        Snapshot {
+            id: id.clone(),
+            method: req.method().clone(),
+            uri: req.uri().clone(),
+            headers,
+            remote: req.extensions().get::<RemoteAddr>().map(|r| r.0),
+            auth_methods,
+        }
+    }
+}
+
+impl<S, B> Service<Request<B>> for AuditInit<S>
+where
+    S: Service<Request<B>, Response = Response<Body>>,
+    S::Future: Send + 'static,
+    S::Error: Send + 'static,
+{
+    type Response = Response<Body>;
+    type Error = S::Error;
+    type Future = BoxFuture<'static, Result<Response<Body>, S::Error>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut req: Request<B>) -> Self::Future {
+        let (id, header_value) = audit_id(req.headers());
+        let id = AuditId {
+            id,
+            received: jiff::Timestamp::now(),
+        };
+        let snapshot = self.auditor.as_ref().map(|_| Snapshot::of(&req, &id));
+        req.extensions_mut().insert(id);
+        let auditor = self.auditor.clone();
+        let fut = self.inner.call(req);
+        async move {
+            let mut resp = fut.await?;
+            if let (Some(auditor), Some(snapshot)) = (auditor, snapshot) {
+                let refused_impersonation = resp.extensions().get::<AuthenticatedUser>().cloned();
+                if resp.status() == StatusCode::UNAUTHORIZED || refused_impersonation.is_some() {
+                    resp = audit_refused(&auditor, &snapshot, refused_impersonation, resp).await;
+                }
+            }
+            resp.headers_mut().insert(HEADER_AUDIT_ID, header_value);
+            Ok(resp)
+        }
+        .boxed()
+    }
+}
+
+/// Records a request the authentication layer answered itself.
+async fn audit_refused(
+    auditor: &Auditor,
+    s: &Snapshot,
+    user: Option<AuthenticatedUser>,
+    resp: Response<Body>,
+) -> Response<Body> {
+    let info = RequestInfo::parse(s.method.as_str(), s.uri.path(), s.uri.query()).ok();
+    let user = user.map(|u| u.0);
+    let config = auditor.policy.evaluate(
+        user.as_ref(),
+        info.as_ref().unwrap_or(&RequestInfo::default()),
+    );
+    if config.level == Level::None {
+        return resp;
+    }
+    let mut event = new_event(
+        config.level,
+        &RequestFacts {
+            id: &s.id,
+            method: &s.method,
+            uri: &s.uri,
+            headers: &s.headers,
+            remote: s.remote,
+            info: info.as_ref(),
+            user: user.as_ref(),
+            impersonated: None,
+        },
+    );
+    let code = resp.status().as_u16();
+    if user.is_none() {
+        // Upstream writes one event for a failed authentication, when the response starts.
+        event.response_status = Some(ResponseStatus {
+            message: s.auth_methods.clone(),
+            ..ResponseStatus::code(code)
+        });
+        auditor.emit(&mut event, Stage::ResponseStarted, config.omit_stages);
+        return resp;
+    }
+    auditor.emit(&mut event, Stage::RequestReceived, config.omit_stages);
+    event.response_status = Some(ResponseStatus::code(code));
+    let resp = record_response(&mut event, &config, resp, true).await;
+    auditor.emit(&mut event, Stage::ResponseComplete, config.omit_stages);
+    resp
+}
+
+/// Reads a complete response's body into the event: its `Status` (errors) and, at
+/// RequestResponse, the object. Non-JSON bodies are left alone.
+async fn record_response(
+    event: &mut Event,
+    config: &RequestAuditConfig,
+    resp: Response<Body>,
+    error: bool,
+) -> Response<Body> {
+    let wanted = config.level >= Level::RequestResponse || error;
+    let content_type = resp
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let media = content_type.as_deref().unwrap_or("");
+    if !wanted || !(media.starts_with("application/json") || media.contains("yaml")) {
+        return resp;
+    }
+    let (parts, body) = resp.into_parts();
+    let bytes = match body.collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(err) => {
+            // Complete responses are in memory; a failing one is answered as what it is.
+            tracing::error!(%err, "reading a response body for the audit log");
+            return ApiError::internal(format!("reading the response: {err}")).into_response();
+        }
+    };
+    if let Some(mut value) = decode_body(&bytes, content_type.as_deref()) {
+        let code = parts.status.as_u16();
+        if let Some(status) = ResponseStatus::from_status(code, &value) {
+            event.response_status = Some(status);
+        }
+        if config.level >= Level::RequestResponse {
+            if config.omit_managed_fields {
+                strip_managed_fields(&mut value);
+            }
+            event.response_object = Some(value);
+        }
+    }
+    Response::from_parts(parts, full(bytes))
+}
+
+/// Adds [`Audit`].
+#[derive(Clone, Default)]
+pub struct AuditLayer {
+    auditor: Option<Arc<Auditor>>,
+}
+
+impl AuditLayer {
+    /// A layer writing events with `auditor` (None: nothing is audited).
+    pub fn new(auditor: Option<Arc<Auditor>>) -> Self {
+        AuditLayer { auditor }
+    }
+}
+
+impl<S> Layer<S> for AuditLayer {
+    type Service = Audit<S>;
+    fn layer(&self, inner: S) -> Self::Service {
+        Audit {
+            inner,
+            auditor: self.auditor.clone(),
+        }
+    }
+}
+
+/// See the module documentation.
+#[derive(Clone)]
+pub struct Audit<S> {
+    inner: S,
+    auditor: Option<Arc<Auditor>>,
+}
+
+impl<S, B> Service<Request<B>> for Audit<S>
+where
+    S: Service<Request<B>, Response = Response<Body>>,
+    S::Future: Send + 'static,
+    S::Error: Send + 'static,
+{
+    type Response = Response<Body>;
+    type Error = S::Error;
+    type Future = BoxFuture<'static, Result<Response<Body>, S::Error>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut req: Request<B>) -> Self::Future {
+        let Some(auditor) = &self.auditor else {
+            return self.inner.call(req).boxed();
+        };
+        let ext = req.extensions();
+        let (Some(info), Some(acting), Some(id)) = (
+            ext.get::<RequestInfo>(),
+            ext.get::<UserInfo>(),
+            ext.get::<AuditId>(),
+        ) else {
+            return self.inner.call(req).boxed();
+        };
+        // The policy sees who authenticated, as upstream's (audit runs before impersonation).
+        let (user, impersonated) = match ext.get::<AuthenticatedUser>() {
+            Some(original) => (&original.0, Some(acting)),
+            None => (acting, None),
+        };
+        let config = auditor.policy.evaluate(Some(user), info);
+        if config.level == Level::None {
+            return self.inner.call(req).boxed();
+        }
+        let mut event = new_event(
+            config.level,
+            &RequestFacts {
+                id,
+                method: req.method(),
+                uri: req.uri(),
+                headers: req.headers(),
+                remote: ext.get::<RemoteAddr>().map(|r| r.0),
+                info: Some(info),
+                user: Some(user),
+                impersonated,
+            },
+        );
+        let long_running = info.is_long_running();
+        let tap = wants_request_body(config.level, &info.verb)
+            .then(|| ext.get::<RequestTap>().cloned())
+            .flatten();
+        let content_type = tap.as_ref().and_then(|_| {
+            req.headers()
+                .get(header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string)
+        });
+        if let Some(tap) = &tap {
+            tap.arm();
+        }
+        let annotations = AuditAnnotations::default();
+        req.extensions_mut().insert(annotations.clone());
+
+        let omit = config.omit_stages;
+        if !auditor.emit(&mut event, Stage::RequestReceived, omit)
+            && auditor.backend.mode() == crate::audit::log::Mode::BlockingStrict
+        {
+            let err = ApiError::internal("failed to store audit event");
+            return futures::future::ready(Ok(err.into_response())).boxed();
+        }
+        let auditor = auditor.clone();
+        let fut = AssertUnwindSafe(self.inner.call(req)).catch_unwind();
+        async move {
+            let resp = match fut.await {
+                Ok(Ok(resp)) => resp,
+                Ok(Err(err)) => return Err(err),
+                Err(panic) => {
+                    event.annotations = annotations.snapshot();
+                    event.response_status = Some(ResponseStatus {
+                        status: "Failure".into(),
+                        reason: "InternalError".into(),
+                        message: format!("APIServer panic'd: {}", panic_message(&*panic)),
+                        ..ResponseStatus::code(500)
+                    });
+                    auditor.emit(&mut event, Stage::Panic, omit);
+                    // The panic recovery layer outside answers it.
+                    std::panic::resume_unwind(panic);
+                }
+            };
+            event.annotations = annotations.snapshot();
+            if let Some(tap) = tap
+                && let Some(bytes) = tap.take()
+                && let Some(body) = decode_body(&bytes, content_type.as_deref())
+            {
+                record_request_body(&mut event, &config, body);
+            }
+            let code = resp.status().as_u16();
+            event.response_status = Some(ResponseStatus::code(code));
+            if long_running {
+                auditor.emit(&mut event, Stage::ResponseStarted, omit);
+            }
+            if long_running && resp.status().is_success() {
+                let (parts, body) = resp.into_parts();
+                let body = OnComplete::wrap(body, move || {
+                    auditor.emit(&mut event, Stage::ResponseComplete, omit);
+                });
+                return Ok(Response::from_parts(parts, body));
+            }
+            let error = !resp.status().is_success();
+            let resp = record_response(&mut event, &config, resp, error).await;
+            auditor.emit(&mut event, Stage::ResponseComplete, omit);
+            Ok(resp)
+        }
+        .boxed()
+    }
+}
+
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".to_string())
+}
