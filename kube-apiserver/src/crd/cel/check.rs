@@ -300,8 +300,14 @@ impl<'a> Checker<'a> {
                 // The range and the accumulator's start are outside the loop.
                 self.walk(&c.iter_range, depth);
                 self.walk(&c.accu_init, depth);
-                let inner = depth + 1;
+                // cel.bind is a comprehension over nothing: not a loop.
+                let binding = matches!(&c.iter_range.expr, Expr::List(l) if l.elements.is_empty());
+                let inner = if binding { depth } else { depth + 1 };
                 self.facts.loop_depth = self.facts.loop_depth.max(inner);
+                let accu = match self.place(&c.accu_init) {
+                    Some(Place::Node(n, _)) if binding => Some(n),
+                    _ => None,
+                };
                 let pushed = 2 + usize::from(c.iter_var2.is_some());
                 // Over a list of the schema, the variable is an item; over a map, a key.
                 let element = match self.place(&c.iter_range) {
@@ -320,7 +326,7 @@ impl<'a> Checker<'a> {
                         self.scope.push((v2.clone(), value));
                     }
                 }
-                self.scope.push((c.accu_var.clone(), None));
+                self.scope.push((c.accu_var.clone(), accu));
                 self.walk(&c.loop_cond, inner);
                 self.walk(&c.loop_step, inner);
                 // The result only reads the accumulator, once: not a loop body.
@@ -402,6 +408,17 @@ impl<'a> Checker<'a> {
                 Place::Node(n, resource) => Some(child(n, resource, &sel.field)),
                 Place::Anywhere => Some(Place::Anywhere),
             },
+            // An item of a list or a value of a map: `self.ports[0]`, `self.labels['a']`.
+            Expr::Call(call) if call.func_name == "_[_]" && call.args.len() == 2 => {
+                match self.place(&call.args[0])? {
+                    Place::Node(n, _) => n
+                        .items
+                        .as_deref()
+                        .or(n.additional.as_deref())
+                        .map(|item| Place::Node(item, item.embedded)),
+                    Place::Anywhere => Some(Place::Anywhere),
+                }
+            }
             _ => None,
         }
     }

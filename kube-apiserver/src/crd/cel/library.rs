@@ -5,10 +5,12 @@
 //! getters), `sets.contains/equivalent/intersects`, quantities (`quantity.rs`), IPs and CIDRs
 //! (`net.rs`).
 
+use cel::common::ast::{ComprehensionExpr, Expr, IdedExpr, ListExpr, LiteralValue};
 use cel::common::types::{DYN_TYPE, INT_TYPE, LIST_TYPE, MAP_TYPE, STRING_TYPE};
 use cel::common::value::CowVal;
 use cel::objects::{Key, Map};
-use cel::{Env, ExecutionError, Value, extensions};
+use cel::parser::{Macro, MacroExprHelper};
+use cel::{Env, ExecutionError, ParseError, Value, extensions};
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
@@ -27,6 +29,7 @@ fn build() -> Result<Env, cel::DeclarationError> {
     env.add_extension(extensions::encoders)?;
     env.add_extension(super::quantity::register)?;
     env.add_extension(super::net::register)?;
+    env.add_macro(Macro::receiver("bind", 3, bind_macro))?;
     env.add_member_overload("isSorted", "list_is_sorted", LIST_TYPE, vec![], is_sorted)?;
     env.add_member_overload("sum", "list_sum", LIST_TYPE, vec![], sum)?;
     env.add_member_overload("min", "list_min", LIST_TYPE, vec![], min)?;
@@ -84,6 +87,42 @@ fn build() -> Result<Env, cel::DeclarationError> {
         sets_intersects,
     )?;
     Ok(env)
+}
+
+/// `cel.bind(name, init, expr)`: `expr` with `name` bound to `init`, evaluated once; written
+/// as a comprehension over nothing whose accumulator is the binding, as cel-go does.
+fn bind_macro(
+    helper: &mut MacroExprHelper<'_>,
+    target: &mut Option<IdedExpr>,
+    args: &mut Vec<IdedExpr>,
+) -> Result<Option<IdedExpr>, ParseError> {
+    let on_cel = matches!(target.as_ref().map(|t| &t.expr), Some(Expr::Ident(n)) if n == "cel");
+    if !on_cel || args.len() != 3 {
+        return Ok(None);
+    }
+    let name = match &args[0].expr {
+        Expr::Ident(name) => name.clone(),
+        _ => {
+            return Err(helper.new_error(
+                args[0].id,
+                "cel.bind() variable name must be a simple identifier",
+            ));
+        }
+    };
+    target.take();
+    let result = args.pop().expect("three arguments");
+    let init = args.pop().expect("three arguments");
+    let bind = ComprehensionExpr {
+        iter_range: helper.next_expr(Expr::List(ListExpr::new(Vec::new()))),
+        iter_var: "#unused".to_owned(),
+        iter_var2: None,
+        accu_var: name.clone(),
+        accu_init: init,
+        loop_cond: helper.next_expr(Expr::Literal(LiteralValue::Boolean(false.into()))),
+        loop_step: helper.next_expr(Expr::Ident(name)),
+        result,
+    };
+    Ok(Some(helper.next_expr(Expr::Comprehension(Box::new(bind)))))
 }
 
 type Args<'b, 'v> = Vec<CowVal<'b, 'v>>;
@@ -521,6 +560,15 @@ mod tests {
             assert_eq!(eval(src), Ok(Value::Bool(want)), "{src}");
         }
         assert!(eval("url('::bad')").is_err());
+    }
+
+    #[test]
+    fn bind() {
+        assert_eq!(
+            eval("cel.bind(x, [1, 2, 3], x.size() == 3 && x[0] == 1)"),
+            Ok(Value::Bool(true))
+        );
+        assert!(env().compile("cel.bind(1, 2, 3)").is_err());
     }
 
     #[test]

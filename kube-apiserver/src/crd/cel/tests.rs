@@ -367,6 +367,7 @@ fn escaped_property_names_and_common_functions() {
             {"rule": "self.ratio > 0.5"},
             {"rule": "self.timeout < duration('1h')"},
             {"rule": "self.items.isSorted()"},
+            {"rule": "cel.bind(first, self.items[0], first == 'a')"},
             // A string of format uri is a plain string: fit for a message.
             {"rule": "self.enabled", "messageExpression": "self.url"},
         ]),
@@ -381,8 +382,8 @@ fn escaped_property_names_and_common_functions() {
         "ratio": 0, "timeout": "2h", "url": "https://b", "enabled": false,
     }));
     let errs = messages(&v.validate(&bad, None));
-    assert_eq!(errs.len(), 9, "{errs:#?}");
-    assert_eq!(errs[8], "spec: Invalid value: \"object\": https://b");
+    assert_eq!(errs.len(), 10, "{errs:#?}");
+    assert_eq!(errs[9], "spec: Invalid value: \"object\": https://b");
 }
 
 #[test]
@@ -397,10 +398,11 @@ fn compile_errors_carry_their_paths() {
             {"rule": "foo(self.replicas)"},
             {"rule": "self.replicas > 1", "messageExpression": "self.replicas"},
             {"rule": "self.ports.all(p, p.prot > 0)"},
+            {"rule": "cel.bind(p, self.ports[0], p.prot > 0)"},
         ]),
     ));
     let base = "spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations";
-    assert_eq!(errs.len(), 6, "{errs:#?}");
+    assert_eq!(errs.len(), 7, "{errs:#?}");
     assert!(
         errs[0].starts_with(&format!(
             "{base}[0].rule: Invalid value: apiextensions.ValidationRule{{Rule:\"self.replicas >\", Message:\"\", MessageExpression:\"\", Reason:(*apiextensions.FieldValueErrorReason)(nil), FieldPath:\"\", OptionalOldSelf:(*bool)(nil)}}: compilation failed: ERROR: <input>:1:"
