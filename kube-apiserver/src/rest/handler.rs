@@ -150,6 +150,23 @@ where
             state: state.clone(),
         }));
     }
+    // Field management: upstream's checks of fieldManager/force, and every write but an apply
+    // (which computes its own) records managedFields.
+    let content_type = header_string(&req, header::CONTENT_TYPE);
+    let is_apply = request.verb == "patch"
+        && matches!(negotiate_patch(content_type.as_deref()), Ok(WirePatch::Apply));
+    crate::apply::request::validate_options(&request.verb, is_apply, &query)?;
+    if !is_apply
+        && let Some(tracker) = crate::apply::request::update_tracker(
+            info,
+            entry.custom.as_ref(),
+            request,
+            &query,
+            header_string(&req, header::USER_AGENT).as_deref(),
+        )
+    {
+        store = store.with_tracker(tracker);
+    }
     let call = Call {
         entry,
         store,
@@ -158,7 +175,7 @@ where
         namespace,
         query,
         accept: header_string(&req, header::ACCEPT),
-        content_type: header_string(&req, header::CONTENT_TYPE),
+        content_type,
     };
     let body = req.into_body();
     match (request.verb.as_str(), request.subresource.as_str()) {
@@ -203,9 +220,9 @@ where
             } else {
                 Part::Main
             };
-            let (patched, warnings) = patch(&call, body, part).await?;
+            let (patched, status, warnings) = patch(&call, body, part).await?;
             Ok(with_warnings(
-                call.object_response(StatusCode::OK, patched)?,
+                call.object_response(status, patched)?,
                 &warnings,
             ))
         }
@@ -377,11 +394,24 @@ async fn list(call: &Call<'_>) -> Result<Response<Body>, ApiError> {
     Ok(respond(StatusCode::OK, &body, &media))
 }
 
-async fn patch<B>(call: &Call<'_>, body: B, part: Part) -> Result<(Value, Vec<String>), ApiError>
+/// A PATCH: the patched object, 200 (or 201 for an apply that created it), and warnings.
+async fn patch<B>(
+    call: &Call<'_>,
+    body: B,
+    part: Part,
+) -> Result<(Value, StatusCode, Vec<String>), ApiError>
 where
     B: HttpBody,
     B::Error: Into<BoxError>,
 {
+    if matches!(
+        negotiate_patch(call.content_type.as_deref()),
+        Ok(WirePatch::Apply)
+    ) {
+        let bytes = read_body(body, MAX_REQUEST_BODY_BYTES).await?;
+        let applied = crate::apply::serve::apply(call, &bytes, part).await?;
+        return Ok((applied.object, applied.status, applied.warnings));
+    }
     let kind = patch_type(call.content_type.as_deref())?;
     let bytes = read_body(body, MAX_REQUEST_BODY_BYTES).await?;
     let info = call.info;
@@ -413,13 +443,14 @@ where
         })
         .await;
     match (result, failure) {
-        (Ok(object), _) => Ok((object, warnings)),
+        (Ok(object), _) => Ok((object, StatusCode::OK, warnings)),
         (Err(_), Some(err)) => Err(err),
         (Err(err), None) => Err(err.into()),
     }
 }
 
-/// The patch format a PATCH's `Content-Type` names; server-side apply is not served yet (415).
+/// The patch format a PATCH's `Content-Type` names. Server-side apply is served by `patch`
+/// before this is asked; elsewhere (the scale subresource) it is a 415.
 pub fn patch_type(content_type: Option<&str>) -> Result<PatchType, ApiError> {
     match negotiate_patch(content_type)? {
         WirePatch::Json => Ok(PatchType::Json),
