@@ -124,6 +124,8 @@ const FUNCTIONS: &[&str] = &[
     "sets.contains",
     "sets.equivalent",
     "sets.intersects",
+    "transformList",
+    "transformMap",
     "quantity",
     "isQuantity",
     "sign",

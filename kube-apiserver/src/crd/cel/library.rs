@@ -3,7 +3,7 @@
 //! own libraries that custom resources commonly use: lists (`isSorted`, `sum`, `min`, `max`,
 //! `indexOf`, `lastIndexOf`), regex (`find`, `findAll`), URLs (`url`, `isURL` and the
 //! getters), `sets.contains/equivalent/intersects`, quantities (`quantity.rs`), IPs and CIDRs
-//! (`net.rs`).
+//! (`net.rs`), `cel.bind` and the two-variable comprehensions (`comprehensions.rs`).
 
 use cel::common::ast::{ComprehensionExpr, Expr, IdedExpr, ListExpr, LiteralValue};
 use cel::common::types::{DYN_TYPE, INT_TYPE, LIST_TYPE, MAP_TYPE, STRING_TYPE};
@@ -30,6 +30,7 @@ fn build() -> Result<Env, cel::DeclarationError> {
     env.add_extension(super::quantity::register)?;
     env.add_extension(super::net::register)?;
     env.add_macro(Macro::receiver("bind", 3, bind_macro))?;
+    env.add_extension(super::comprehensions::register)?;
     env.add_member_overload("isSorted", "list_is_sorted", LIST_TYPE, vec![], is_sorted)?;
     env.add_member_overload("sum", "list_sum", LIST_TYPE, vec![], sum)?;
     env.add_member_overload("min", "list_min", LIST_TYPE, vec![], min)?;

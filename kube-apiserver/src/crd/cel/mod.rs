@@ -12,6 +12,7 @@
 //! - Work is bounded: see `cost.rs`.
 
 mod check;
+mod comprehensions;
 mod cost;
 mod escape;
 mod field_path;

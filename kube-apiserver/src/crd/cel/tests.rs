@@ -368,6 +368,8 @@ fn escaped_property_names_and_common_functions() {
             {"rule": "self.timeout < duration('1h')"},
             {"rule": "self.items.isSorted()"},
             {"rule": "cel.bind(first, self.items[0], first == 'a')"},
+            // Holds on both objects: checks that two-variable forms compile and run.
+            {"rule": "self.items.all(i, v, i >= 0 && v.size() > 0)"},
             // A string of format uri is a plain string: fit for a message.
             {"rule": "self.enabled", "messageExpression": "self.url"},
         ]),
