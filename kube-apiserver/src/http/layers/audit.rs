@@ -423,3 +423,336 @@ fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
         .or_else(|| panic.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "unknown panic".to_string())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::audit::body::{TapBody, TapRequestBodies};
+    use crate::audit::log::{Format, LogBackend, MemoryWriter, Mode};
+    use crate::audit::policy::Policy;
+    use crate::http::auth::authenticator::Authenticator;
+    use crate::http::auth::authorizer::{AlwaysAllow, AlwaysDeny, with_privileged_groups};
+    use crate::http::auth::token_file::TokenFile;
+    use crate::http::body::{MAX_REQUEST_BODY_BYTES, read_body};
+    use crate::http::{StackConfig, stack};
+    use bytes::Bytes;
+    use http_body_util::Full;
+    use serde_json::{Value, json};
+    use std::convert::Infallible;
+    use tower::ServiceExt;
+
+    const POLICY: &str = r#"
+apiVersion: audit.k8s.io/v1
+kind: Policy
+rules:
+  - level: None
+    resources: [{group: "", resources: ["events"]}]
+  - level: Metadata
+    resources: [{group: "", resources: ["secrets"]}]
+  - level: Request
+    resources: [{group: "", resources: ["services"]}]
+  - level: RequestResponse
+    resources: [{group: "", resources: ["configmaps"]}]
+    omitStages: [RequestReceived]
+  - level: Metadata
+"#;
+
+    /// The handler: echoes a JSON body back (201 for POST), streams for watches, panics on
+    /// `/panic`.
+    async fn handler(req: Request<TapBody<Full<Bytes>>>) -> Result<Response<Body>, Infallible> {
+        if req.uri().path().ends_with("/panic") {
+            panic!("boom");
+        }
+        let info = req
+            .extensions()
+            .get::<RequestInfo>()
+            .cloned()
+            .unwrap_or_default();
+        if info.verb == "watch" {
+            let mut resp = Response::new(full("{\"type\":\"ADDED\"}\n"));
+            resp.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
+            return Ok(resp);
+        }
+        let post = req.method() == Method::POST;
+        let body = read_body(req.into_body(), MAX_REQUEST_BODY_BYTES)
+            .await
+            .unwrap_or_default();
+        let value: Value = serde_json::from_slice(&body).unwrap_or(json!({"kind": "Thing"}));
+        let code = if post {
+            StatusCode::CREATED
+        } else {
+            StatusCode::OK
+        };
+        Ok(crate::http::response::json(code, &value))
+    }
+
+    fn config(memory: &MemoryWriter, deny: bool) -> StackConfig {
+        let tokens = TokenFile::parse("tok,alice,1,devs\nroot,admin,2,system:masters\n", "t")
+            .expect("tokens");
+        let auditor = Auditor {
+            policy: Policy::parse(POLICY.as_bytes()).expect("policy"),
+            backend: LogBackend::with_writer(
+                Box::new(memory.clone()),
+                Format::Json,
+                Mode::Blocking,
+                1,
+            ),
+        };
+        StackConfig {
+            authenticator: Arc::new(Authenticator::new(Some(tokens), true)),
+            authorizer: if deny {
+                Arc::new(with_privileged_groups(AlwaysDeny))
+            } else {
+                Arc::new(with_privileged_groups(AlwaysAllow))
+            },
+            audit: Some(Arc::new(auditor)),
+            ..StackConfig::default()
+        }
+    }
+
+    async fn send(
+        config: &StackConfig,
+        method: &str,
+        uri: &str,
+        token: Option<&str>,
+        body: &str,
+    ) -> Response<Body> {
+        let svc = TapRequestBodies::new(
+            stack(tower::service_fn(handler), config),
+            config.audit.is_some(),
+        );
+        let mut req = Request::builder()
+            .method(method)
+            .uri(uri)
+            .header(header::CONTENT_TYPE, "application/json");
+        if let Some(token) = token {
+            req = req.header(header::AUTHORIZATION, format!("Bearer {token}"));
+        }
+        let req = req
+            .body(Full::new(Bytes::from(body.to_string())))
+            .expect("request");
+        svc.oneshot(req).await.expect("infallible")
+    }
+
+    fn stages(events: &[Value]) -> Vec<String> {
+        events
+            .iter()
+            .map(|e| e["stage"].as_str().unwrap_or("").to_string())
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn every_response_has_an_audit_id() {
+        let cfg = StackConfig::default();
+        let resp = send(&cfg, "GET", "/api/v1/pods", None, "").await;
+        let id = resp.headers()[HEADER_AUDIT_ID].to_str().expect("id");
+        assert_eq!(
+            uuid::Uuid::parse_str(id).expect("uuid").get_version_num(),
+            4
+        );
+        let svc = stack(tower::service_fn(handler), &cfg);
+        let req = Request::builder()
+            .uri("/api/v1/pods")
+            .header(HEADER_AUDIT_ID, "mine")
+            .body(TapBody::new(Full::new(Bytes::new()), None))
+            .expect("request");
+        let resp = svc.oneshot(req).await.expect("infallible");
+        assert_eq!(resp.headers()[HEADER_AUDIT_ID], "mine");
+    }
+
+    #[tokio::test]
+    async fn metadata_level_has_no_bodies() {
+        let mem = MemoryWriter::default();
+        let cfg = config(&mem, false);
+        let resp = send(
+            &cfg,
+            "POST",
+            "/api/v1/namespaces/ns/secrets",
+            Some("tok"),
+            r#"{"kind":"Secret","metadata":{"name":"s"}}"#,
+        )
+        .await;
+        assert_eq!(resp.status(), StatusCode::CREATED);
+        let id = resp.headers()[HEADER_AUDIT_ID]
+            .to_str()
+            .expect("id")
+            .to_string();
+        let events = mem.events();
+        assert_eq!(stages(&events), ["RequestReceived", "ResponseComplete"]);
+        let done = &events[1];
+        assert_eq!(done["auditID"], id);
+        assert_eq!(done["level"], "Metadata");
+        assert_eq!(done["verb"], "create");
+        assert_eq!(done["user"]["username"], "alice");
+        assert_eq!(
+            done["objectRef"],
+            json!({"resource":"secrets","namespace":"ns","name":"s","apiVersion":"v1"})
+        );
+        assert_eq!(done["responseStatus"], json!({"metadata":{},"code":201}));
+        assert!(done.get("requestObject").is_none());
+        assert!(done.get("responseObject").is_none());
+        assert_eq!(
+            done["annotations"]["authorization.k8s.io/decision"],
+            "allow"
+        );
+        assert_eq!(
+            events[0]["stageTimestamp"],
+            events[0]["requestReceivedTimestamp"]
+        );
+        assert!(events[0].get("annotations").is_none(), "not authorized yet");
+    }
+
+    #[tokio::test]
+    async fn request_and_request_response_levels_record_bodies() {
+        let mem = MemoryWriter::default();
+        let cfg = config(&mem, false);
+        send(
+            &cfg,
+            "PUT",
+            "/api/v1/namespaces/ns/services/web",
+            Some("tok"),
+            r#"{"kind":"Service","metadata":{"name":"web","resourceVersion":"5","managedFields":[{}]}}"#,
+        )
+        .await;
+        let events = mem.events();
+        let done = events.last().expect("event");
+        assert_eq!(done["level"], "Request");
+        assert_eq!(done["requestObject"]["kind"], "Service");
+        assert_eq!(done["objectRef"]["resourceVersion"], "5");
+        assert!(done.get("responseObject").is_none());
+
+        let mem = MemoryWriter::default();
+        let cfg = config(&mem, false);
+        let resp = send(
+            &cfg,
+            "PATCH",
+            "/api/v1/namespaces/ns/configmaps/c",
+            Some("tok"),
+            r#"{"data":{"a":"b"}}"#,
+        )
+        .await;
+        let body = resp.into_body().collect().await.expect("body").to_bytes();
+        assert_eq!(
+            &body[..],
+            br#"{"data":{"a":"b"}}"#,
+            "the client still gets the body"
+        );
+        let events = mem.events();
+        assert_eq!(
+            stages(&events),
+            ["ResponseComplete"],
+            "RequestReceived omitted"
+        );
+        assert_eq!(events[0]["requestObject"], json!({"data":{"a":"b"}}));
+        assert_eq!(events[0]["responseObject"], json!({"data":{"a":"b"}}));
+        // Reads carry no request body, and None records nothing.
+        send(&cfg, "GET", "/api/v1/namespaces/ns/events", Some("tok"), "").await;
+        assert_eq!(mem.events().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn refusals_are_audited() {
+        let mem = MemoryWriter::default();
+        let cfg = config(&mem, true);
+        let resp = send(
+            &cfg,
+            "GET",
+            "/api/v1/namespaces/ns/secrets",
+            Some("tok"),
+            "",
+        )
+        .await;
+        assert_eq!(resp.status(), StatusCode::FORBIDDEN);
+        let events = mem.events();
+        let done = events.last().expect("event");
+        assert_eq!(done["responseStatus"]["code"], 403);
+        assert_eq!(done["responseStatus"]["reason"], "Forbidden");
+        assert_eq!(
+            done["annotations"]["authorization.k8s.io/decision"],
+            "forbid"
+        );
+
+        let mem = MemoryWriter::default();
+        let cfg = config(&mem, false);
+        let resp = send(
+            &cfg,
+            "GET",
+            "/api/v1/namespaces/ns/secrets",
+            Some("bad"),
+            "",
+        )
+        .await;
+        assert_eq!(resp.status(), StatusCode::UNAUTHORIZED);
+        assert!(resp.headers().contains_key(HEADER_AUDIT_ID));
+        let events = mem.events();
+        assert_eq!(stages(&events), ["ResponseStarted"]);
+        assert_eq!(events[0]["user"], json!({}));
+        assert_eq!(
+            events[0]["responseStatus"],
+            json!({"metadata":{},"message":"Authentication failed, attempted: bearer","code":401})
+        );
+    }
+
+    #[tokio::test]
+    async fn impersonation_records_both_users() {
+        let mem = MemoryWriter::default();
+        let cfg = config(&mem, false);
+        let svc = TapRequestBodies::new(stack(tower::service_fn(handler), &cfg), true);
+        let req = Request::builder()
+            .uri("/api/v1/namespaces/ns/secrets")
+            .header(header::AUTHORIZATION, "Bearer root")
+            .header("impersonate-user", "bob")
+            .body(Full::new(Bytes::new()))
+            .expect("request");
+        let resp = svc.oneshot(req).await.expect("infallible");
+        assert_eq!(resp.status(), StatusCode::OK);
+        let events = mem.events();
+        let done = events.last().expect("event");
+        assert_eq!(done["user"]["username"], "admin");
+        assert_eq!(done["impersonatedUser"]["username"], "bob");
+    }
+
+    #[tokio::test]
+    async fn watches_complete_when_the_stream_ends() {
+        let mem = MemoryWriter::default();
+        let cfg = config(&mem, false);
+        let resp = send(&cfg, "GET", "/api/v1/secrets?watch=1", Some("tok"), "").await;
+        assert_eq!(
+            stages(&mem.events()),
+            ["RequestReceived", "ResponseStarted"]
+        );
+        resp.into_body().collect().await.expect("stream");
+        let events = mem.events();
+        assert_eq!(
+            stages(&events),
+            ["RequestReceived", "ResponseStarted", "ResponseComplete"]
+        );
+        assert_eq!(events[2]["verb"], "watch");
+        assert_eq!(events[2]["responseStatus"]["code"], 200);
+    }
+
+    #[tokio::test]
+    async fn panics_are_audited_and_still_recovered() {
+        let mem = MemoryWriter::default();
+        let cfg = config(&mem, false);
+        let resp = send(
+            &cfg,
+            "GET",
+            "/api/v1/namespaces/ns/secrets/panic",
+            Some("tok"),
+            "",
+        )
+        .await;
+        assert_eq!(resp.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        let events = mem.events();
+        assert_eq!(stages(&events), ["RequestReceived", "Panic"]);
+        assert_eq!(
+            events[1]["responseStatus"]["message"],
+            "APIServer panic'd: boom"
+        );
+        assert_eq!(events[1]["responseStatus"]["code"], 500);
+    }
+}
