@@ -30,6 +30,9 @@ pub async fn ensure(state: &ApiState, config: &Config) -> anyhow::Result<()> {
         ignore_exists(priority_classes.create(None, class).await)?;
     }
 
+    // API Priority and Fairness: upstream's mandatory and suggested configuration.
+    super::bootstrap_flowcontrol::ensure(state).await?;
+
     let range = config.service_cluster_ip_range;
     // The first address of the service range belongs to the `kubernetes` service.
     let cluster_ip = Ipv4Addr::from(u32::from(range.network) + 1);

@@ -49,67 +49,23 @@ pub fn decode_json(bytes: &[u8]) -> Result<serde_json::Value, ApiError> {
 }
 
 /// Decodes YAML as upstream's YAML-to-JSON conversion does: map keys become strings, tags are
-/// dropped, and values JSON cannot hold (`.nan`, `.inf`) are errors.
+/// dropped, the last of duplicate keys wins, and values JSON cannot hold (`.nan`, `.inf`) are
+/// errors.
 pub fn decode_yaml(bytes: &[u8]) -> Result<serde_json::Value, ApiError> {
-    let bad = |msg: String| ApiError::bad_request(format!("error converting YAML to JSON: {msg}"));
+    decode_yaml_located(bytes, false).map(|(value, _)| value)
+}
+
+/// [`decode_yaml`], with go-yaml's message for each duplicate key when `locate` is set
+/// (`line 5: key "name" already set in map`).
+pub fn decode_yaml_located(
+    bytes: &[u8],
+    locate: bool,
+) -> Result<(serde_json::Value, Vec<String>), ApiError> {
     // serde_yaml bounds recursion itself (128 levels) and expands aliases with a repetition
     // limit, so this cannot overflow the stack or blow up on "billion laughs" input.
-    let yaml: serde_yaml::Value =
-        serde_yaml::from_slice(bytes).map_err(|e| bad(format!("yaml: {e}")))?;
-    yaml_to_json(yaml, 0).map_err(bad)
-}
-
-fn yaml_to_json(value: serde_yaml::Value, depth: usize) -> Result<serde_json::Value, String> {
-    use serde_json::Value as J;
-    use serde_yaml::Value as Y;
-    if depth > MAX_NESTING_DEPTH {
-        return Err(format!("nesting deeper than {MAX_NESTING_DEPTH} levels"));
-    }
-    Ok(match value {
-        Y::Null => J::Null,
-        Y::Bool(b) => J::Bool(b),
-        Y::Number(n) => {
-            if let Some(i) = n.as_i64() {
-                J::from(i)
-            } else if let Some(u) = n.as_u64() {
-                J::from(u)
-            } else {
-                let f = n.as_f64().unwrap_or(f64::NAN);
-                J::Number(
-                    serde_json::Number::from_f64(f)
-                        .ok_or_else(|| format!("{f} cannot be represented in JSON"))?,
-                )
-            }
-        }
-        Y::String(s) => J::String(s),
-        Y::Sequence(items) => J::Array(
-            items
-                .into_iter()
-                .map(|v| yaml_to_json(v, depth + 1))
-                .collect::<Result<_, _>>()?,
-        ),
-        Y::Mapping(map) => {
-            let mut out = serde_json::Map::with_capacity(map.len());
-            for (k, v) in map {
-                out.insert(yaml_key(k)?, yaml_to_json(v, depth + 1)?);
-            }
-            J::Object(out)
-        }
-        Y::Tagged(tagged) => yaml_to_json(tagged.value, depth)?,
+    crate::http::duplicate_fields::decode_yaml(bytes, locate).map_err(|e| {
+        ApiError::bad_request(format!("error converting YAML to JSON: yaml: {e}"))
     })
-}
-
-/// A mapping key as a JSON object key: scalars are written as YAML would print them.
-fn yaml_key(key: serde_yaml::Value) -> Result<String, String> {
-    use serde_yaml::Value as Y;
-    match key {
-        Y::String(s) => Ok(s),
-        Y::Bool(b) => Ok(b.to_string()),
-        Y::Number(n) => Ok(n.to_string()),
-        Y::Null => Ok("null".to_string()),
-        Y::Tagged(t) => yaml_key(t.value),
-        Y::Sequence(_) | Y::Mapping(_) => Err("mapping keys must be scalars".to_string()),
-    }
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 pub mod auth;
 pub mod body;
 pub mod discovery;
+pub mod duplicate_fields;
 pub mod layers;
 pub mod negotiation;
 pub mod protobuf;

@@ -366,7 +366,7 @@ mod tests {
         let object =
             json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "dta": {}});
         let strict = FieldValidation::Strict
-            .check(info, &mut object.clone())
+            .check(info, None, &mut object.clone())
             .unwrap_err();
         assert_eq!(strict.code().as_u16(), 400);
         assert_eq!(
@@ -375,13 +375,13 @@ mod tests {
         );
         assert_eq!(
             FieldValidation::Warn
-                .check(info, &mut object.clone())
+                .check(info, None, &mut object.clone())
                 .unwrap(),
             ["unknown field \"dta\""]
         );
         assert!(
             FieldValidation::Ignore
-                .check(info, &mut object.clone())
+                .check(info, None, &mut object.clone())
                 .unwrap()
                 .is_empty()
         );

@@ -77,11 +77,18 @@ where
     // Admission plugins (PodSecurity's warn mode, webhooks) add warnings for the client,
     // whatever the outcome.
     let warnings = Warnings::default();
-    let response = match dispatch(state, request, req, &warnings).await {
+    // componentstatuses are computed, not stored: they have their own handler.
+    let result = if super::component_status::handles(request) {
+        super::component_status::serve(state, request, req).await
+    } else {
+        dispatch(state, request, req, &warnings).await
+    };
+    let response = match result {
         Ok(response) => response,
         Err(err) => err.into_response(),
     };
-    with_warnings(response, &warnings.list())
+    let response = with_warnings(response, &warnings.list());
+    super::deprecation::with_deprecation_warning(response, request)
 }
 
 fn header_string<B>(req: &Request<B>, name: header::HeaderName) -> Option<String> {
@@ -186,8 +193,7 @@ where
         ("list", "") => list(&call).await,
         ("watch", "") => watch::serve(&call).await,
         ("create", "") => {
-            let mut object = read_object(&call, body).await?;
-            let warnings = FieldValidation::from_query(&call.query)?.check(info, &mut object)?;
+            let (object, warnings) = read_object(&call, body).await?;
             let created = call.store.create(namespace, object).await?;
             Ok(with_warnings(
                 call.object_response(StatusCode::CREATED, created)?,
@@ -195,8 +201,7 @@ where
             ))
         }
         ("update", sub @ ("" | "status" | "finalize")) => {
-            let mut object = read_object(&call, body).await?;
-            let warnings = FieldValidation::from_query(&call.query)?.check(info, &mut object)?;
+            let (object, warnings) = read_object(&call, body).await?;
             let updated = if sub == "finalize" {
                 finalize_namespace(&call, object).await?
             } else {
@@ -313,15 +318,17 @@ where
     decode(&bytes, format)
 }
 
-/// Reads the object of a create or update and checks it is of this endpoint's kind.
-async fn read_object<B>(call: &Call<'_>, body: B) -> Result<Value, ApiError>
+/// Reads the object of a create or update, checks it is of this endpoint's kind and applies
+/// `fieldValidation` (unknown and duplicate fields); the object and the warnings to send.
+async fn read_object<B>(call: &Call<'_>, body: B) -> Result<(Value, Vec<String>), ApiError>
 where
     B: HttpBody,
     B::Error: Into<BoxError>,
 {
-    let mut object = read_body_value(call, body).await?;
-    check_kind(call.info, &mut object)?;
-    Ok(object)
+    let validation = FieldValidation::from_query(&call.query)?;
+    let format = negotiate_input(call.content_type.as_deref())?;
+    let bytes = read_body(body, MAX_REQUEST_BODY_BYTES).await?;
+    validation.decode_and_check(call.info, call.entry.custom.as_deref(), &bytes, format)
 }
 
 /// Fills apiVersion/kind when absent; different ones are a 400 as upstream.
@@ -420,6 +427,10 @@ where
         kind: info.kind,
     };
     let validation = FieldValidation::from_query(&call.query)?;
+    let patch_duplicates = match validation {
+        FieldValidation::Ignore => Vec::new(),
+        _ => super::field_validation::patch_duplicates(kind == PatchType::Json, &bytes),
+    };
     let mut failure: Option<ApiError> = None;
     let mut warnings = Vec::new();
     let result = call
@@ -431,7 +442,12 @@ where
                 RegistryError::BadRequest(message)
             })?;
             // The stored object has no unknown fields, so any found came with the patch.
-            match validation.check(info, &mut patched) {
+            match validation.check_patched(
+                info,
+                call.entry.custom.as_deref(),
+                &mut patched,
+                &patch_duplicates,
+            ) {
                 Ok(found) => warnings = found,
                 Err(err) => {
                     let message = err.message().to_string();

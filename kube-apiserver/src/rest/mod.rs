@@ -1,6 +1,8 @@
 //! The REST layer: resource requests decoded, dispatched to the generic registry, and encoded
 //! back as upstream does (JSON, YAML, Table, watch streams).
 
+pub mod component_status;
+pub mod deprecation;
 pub mod encode;
 pub mod errors;
 pub mod field_validation;

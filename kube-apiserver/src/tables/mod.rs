@@ -5,6 +5,7 @@
 //! Like upstream's server-side printers, every row carries all columns, wide ones (priority 1)
 //! included; the client picks which to show.
 
+mod apiserver;
 mod apps;
 mod cluster;
 mod columns;
@@ -102,6 +103,7 @@ fn printer_for(group: &str, resource: &str) -> Option<Printer> {
         .or_else(|| core::printer(group, resource))
         .or_else(|| network::printer(group, resource))
         .or_else(|| cluster::printer(group, resource))
+        .or_else(|| apiserver::printer(group, resource))
 }
 
 /// The columns a table of `group`/`resource` has.
