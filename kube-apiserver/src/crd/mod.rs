@@ -16,6 +16,7 @@ pub mod version_order;
 pub const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
 
 use crate::tables::custom::CustomPrinter;
+use api_types::registry::ResourceInfo;
 use api_types::validation::ErrorList;
 use serde_json::Value;
 use std::sync::Arc;
@@ -51,6 +52,18 @@ pub struct CustomResource {
 }
 
 impl CustomResource {
+    /// A stored object as the version `info` serves it: the `None` conversion sets
+    /// `apiVersion`, and the schema's defaults apply, as upstream defaults what it reads.
+    pub fn output(&self, info: &ResourceInfo, mut object: Value) -> Value {
+        if let Some(map) = object.as_object_mut() {
+            map.insert("apiVersion".into(), Value::String(info.api_version()));
+            if let Some(schema) = &self.schema {
+                schema.apply_defaults(&mut object);
+            }
+        }
+        object
+    }
+
     /// The schema's structural validation and the CEL rules (`old` on update).
     pub fn validate(&self, object: &Value, old: Option<&Value>) -> ErrorList {
         let mut errs = ErrorList::new();

@@ -10,7 +10,9 @@ use api_types::registry::{self, ApiGroup, ResourceInfo, Subresource};
 use http::{HeaderValue, Method, Response, StatusCode, header};
 use serde_json::{Map, Value, json};
 
+use crate::crd::registry::{CrdRegistry, CustomGroup};
 use crate::http::negotiation::{Conversion, EndpointRestrictions, negotiate_output};
+use std::sync::Arc;
 use crate::http::response::{Body, encode};
 use crate::http::status::ApiError;
 
@@ -39,18 +41,22 @@ fn group_version_for_discovery(group: &str, version: &str) -> Value {
 
 /// One `APIGroup` (what `/apis/<group>` returns and `/apis` lists).
 fn api_group_object(g: &ApiGroup) -> Value {
-    let versions: Vec<Value> = g
-        .versions
+    group_object(g.name, g.versions)
+}
+
+/// An `APIGroup` of `name` serving `versions` (most preferred first).
+fn group_object<S: AsRef<str>>(name: &str, versions: &[S]) -> Value {
+    let list: Vec<Value> = versions
         .iter()
-        .map(|v| group_version_for_discovery(g.name, v))
+        .map(|v| group_version_for_discovery(name, v.as_ref()))
         .collect();
     let mut obj = Map::new();
-    obj.insert("name".into(), json!(g.name));
-    obj.insert("versions".into(), Value::Array(versions));
-    if let Some(preferred) = g.preferred_version() {
+    obj.insert("name".into(), json!(name));
+    obj.insert("versions".into(), Value::Array(list));
+    if let Some(preferred) = versions.first() {
         obj.insert(
             "preferredVersion".into(),
-            group_version_for_discovery(g.name, preferred),
+            group_version_for_discovery(name, preferred.as_ref()),
         );
     }
     Value::Object(obj)
@@ -69,16 +75,20 @@ pub fn api_group_list() -> Value {
 /// `/apis/<group>`: one named group (`APIGroup`); `None` for unknown groups and for core.
 pub fn api_group(name: &str) -> Option<Value> {
     let g = registry::group(name).filter(|g| !g.is_core())?;
-    let mut v = api_group_object(g);
+    Some(with_group_kind(api_group_object(g)))
+}
+
+/// Puts `kind: APIGroup` and `apiVersion: v1` first, as upstream prints them.
+fn with_group_kind(mut v: Value) -> Value {
     if let Value::Object(obj) = &mut v {
         // `kind` and `apiVersion` first, as upstream prints them.
         let mut out = Map::new();
         out.insert("kind".into(), json!("APIGroup"));
         out.insert("apiVersion".into(), json!("v1"));
         out.append(obj);
-        return Some(Value::Object(out));
+        return Value::Object(out);
     }
-    Some(v)
+    v
 }
 
 fn verbs(v: &[registry::Verb]) -> Vec<&'static str> {
@@ -126,8 +136,16 @@ pub fn api_resource_list(group: &str, version: &str) -> Option<Value> {
     if !g.versions.contains(&version) {
         return None;
     }
+    Some(resource_list_of(group, version, registry::resources_in(group, version)))
+}
+
+fn resource_list_of<'a>(
+    group: &str,
+    version: &str,
+    infos: impl IntoIterator<Item = &'a ResourceInfo>,
+) -> Value {
     let mut resources = Vec::new();
-    for r in registry::resources_in(group, version) {
+    for r in infos {
         resources.push(api_resource(r));
         resources.extend(r.subresources.iter().map(|s| api_subresource(r, s)));
     }
@@ -141,7 +159,7 @@ pub fn api_resource_list(group: &str, version: &str) -> Option<Value> {
         json!(registry::api_version(group, version)),
     );
     obj.insert("resources".into(), Value::Array(resources));
-    Some(Value::Object(obj))
+    Value::Object(obj)
 }
 
 fn gvk(group: &str, version: &str, kind: &str) -> Value {
@@ -193,13 +211,22 @@ fn resource_discovery(r: &ResourceInfo) -> Value {
 /// One `APIGroupDiscovery`: the group's versions, most preferred first, each with its
 /// resources and `freshness: Current`.
 fn group_discovery(g: &ApiGroup) -> Value {
-    let versions: Vec<Value> = g
-        .versions
+    group_discovery_of(g.name, g.versions, |v| {
+        registry::resources_in(g.name, v).collect()
+    })
+}
+
+/// The `APIGroupDiscovery` of `name` serving `versions`, each with `resources(version)`.
+fn group_discovery_of<S: AsRef<str>>(
+    name: &str,
+    versions: &[S],
+    resources: impl Fn(&str) -> Vec<&ResourceInfo>,
+) -> Value {
+    let versions: Vec<Value> = versions
         .iter()
         .map(|v| {
-            let resources: Vec<Value> = registry::resources_in(g.name, v)
-                .map(resource_discovery)
-                .collect();
+            let v = v.as_ref();
+            let resources: Vec<Value> = resources(v).into_iter().map(resource_discovery).collect();
             let mut obj = Map::new();
             obj.insert("version".into(), json!(v));
             if !resources.is_empty() {
@@ -212,8 +239,8 @@ fn group_discovery(g: &ApiGroup) -> Value {
     // ObjectMeta's name is omitempty (so the core group's metadata has no name); Go prints
     // the zero creationTimestamp as null.
     let mut meta = Map::new();
-    if !g.name.is_empty() {
-        meta.insert("name".into(), json!(g.name));
+    if !name.is_empty() {
+        meta.insert("name".into(), json!(name));
     }
     meta.insert("creationTimestamp".into(), Value::Null);
     json!({"metadata": meta, "versions": versions})
@@ -237,9 +264,11 @@ pub fn aggregated_discovery(legacy: bool, version: &str) -> Value {
 }
 
 /// Serves the discovery paths; everything else is left to the caller (`None`).
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct DiscoveryHandler {
     server_address: String,
+    /// The custom resources served besides the built-in ones.
+    crds: Option<Arc<CrdRegistry>>,
 }
 
 impl DiscoveryHandler {
@@ -247,7 +276,50 @@ impl DiscoveryHandler {
     pub fn new(server_address: impl Into<String>) -> Self {
         DiscoveryHandler {
             server_address: server_address.into(),
+            crds: None,
         }
+    }
+
+    /// The same handler listing the custom resources of `crds` too (after the built-in
+    /// groups, as upstream orders CRD groups after its own).
+    pub fn with_crds(mut self, crds: Arc<CrdRegistry>) -> Self {
+        self.crds = Some(crds);
+        self
+    }
+
+    fn custom_groups(&self) -> Vec<CustomGroup> {
+        self.crds.as_ref().map(|c| c.groups()).unwrap_or_default()
+    }
+
+    fn custom_group(&self, name: &str) -> Option<Value> {
+        let group = self.custom_groups().into_iter().find(|g| g.name == name)?;
+        Some(with_group_kind(group_object(&group.name, &group.versions)))
+    }
+
+    fn custom_resource_list(&self, group: &str, version: &str) -> Option<Value> {
+        let infos = self.crds.as_ref()?.resources_in(group, version);
+        (!infos.is_empty()).then(|| resource_list_of(group, version, infos))
+    }
+
+    /// Appends the custom groups to `/apis` (aggregated or legacy form).
+    fn with_custom_groups(&self, mut doc: Value, aggregated: bool) -> Value {
+        let key = if aggregated { "items" } else { "groups" };
+        let Some(list) = doc[key].as_array_mut() else {
+            return doc;
+        };
+        for group in self.custom_groups() {
+            list.push(if aggregated {
+                group_discovery_of(&group.name, &group.versions, |v| {
+                    self.crds
+                        .as_ref()
+                        .map(|c| c.resources_in(&group.name, v))
+                        .unwrap_or_default()
+                })
+            } else {
+                group_object(&group.name, &group.versions)
+            });
+        }
+        doc
     }
 
     /// Whether `path` is one of the discovery paths (any group or version, served or not).
@@ -289,14 +361,15 @@ impl DiscoveryHandler {
             (["api"], Conversion::AggregatedDiscovery { version }) => {
                 Some(aggregated_discovery(true, version))
             }
-            (["apis"], Conversion::AggregatedDiscovery { version }) => {
-                Some(aggregated_discovery(false, version))
-            }
+            (["apis"], Conversion::AggregatedDiscovery { version }) => Some(
+                self.with_custom_groups(aggregated_discovery(false, version), true),
+            ),
             (["api"], _) => Some(api_versions(&self.server_address)),
-            (["apis"], _) => Some(api_group_list()),
+            (["apis"], _) => Some(self.with_custom_groups(api_group_list(), false)),
             (["api", version], _) => api_resource_list("", version),
-            (["apis", group], _) => api_group(group),
-            (["apis", group, version], _) => api_resource_list(group, version),
+            (["apis", group], _) => api_group(group).or_else(|| self.custom_group(group)),
+            (["apis", group, version], _) => api_resource_list(group, version)
+                .or_else(|| self.custom_resource_list(group, version)),
             _ => None,
         };
         let Some(doc) = doc else {

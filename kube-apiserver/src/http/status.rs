@@ -197,6 +197,18 @@ impl ApiError {
         )
     }
 
+    /// 405 `MethodNotAllowed` with a message of its own (a terminating CRD refuses creates).
+    pub fn method_not_supported_with_message(
+        group: &str,
+        resource: &str,
+        action: &str,
+        message: &str,
+    ) -> Self {
+        let mut err = Self::method_not_supported(group, resource, action);
+        err.status.message = Some(message.to_owned());
+        err
+    }
+
     /// 406 `NotAcceptable`: none of the Accept header's types can be produced.
     pub fn not_acceptable(accepted: &[&str]) -> Self {
         Self::failure(

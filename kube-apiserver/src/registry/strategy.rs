@@ -102,6 +102,13 @@ impl Strategy {
         if !self.has_status_subresource {
             return;
         }
+        if self.custom.is_some() {
+            // A custom resource's status is written only through /status, as upstream.
+            if let Some(map) = object.as_object_mut() {
+                map.remove("status");
+            }
+            return;
+        }
         let status = if self.is("", "pods") {
             Some(json!({"phase": "Pending", "qosClass": qos_class(object)}))
         } else if self.is("", "namespaces") {

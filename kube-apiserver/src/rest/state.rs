@@ -30,19 +30,11 @@ impl ResourceEntry {
     /// An object as this entry serves it: a custom resource in the requested version (the
     /// `None` conversion sets `apiVersion`) with its schema's defaults applied, as upstream
     /// defaults custom resources read from storage.
-    pub fn output(&self, mut object: Value) -> Value {
-        if let Some(custom) = &self.custom
-            && let Some(map) = object.as_object_mut()
-        {
-            map.insert(
-                "apiVersion".into(),
-                Value::String(self.store.info().api_version()),
-            );
-            if let Some(schema) = &custom.schema {
-                schema.apply_defaults(&mut object);
-            }
+    pub fn output(&self, object: Value) -> Value {
+        match &self.custom {
+            Some(custom) => custom.output(self.store.info(), object),
+            None => object,
         }
-        object
     }
 }
 
