@@ -11,6 +11,7 @@ use cel::common::value::CowVal;
 use cel::objects::{Key, Map};
 use cel::parser::{Macro, MacroExprHelper};
 use cel::{Env, ExecutionError, ParseError, Value, extensions};
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
@@ -31,6 +32,19 @@ fn build() -> Result<Env, cel::DeclarationError> {
     env.add_extension(super::net::register)?;
     env.add_macro(Macro::receiver("bind", 3, bind_macro))?;
     env.add_extension(super::comprehensions::register)?;
+    env.add_overload(
+        "matches",
+        "matches",
+        vec![STRING_TYPE, STRING_TYPE],
+        matches,
+    )?;
+    env.add_member_overload(
+        "matches",
+        "string.matches(string)",
+        STRING_TYPE,
+        vec![STRING_TYPE],
+        matches,
+    )?;
     env.add_member_overload("isSorted", "list_is_sorted", LIST_TYPE, vec![], is_sorted)?;
     env.add_member_overload("sum", "list_sum", LIST_TYPE, vec![], sum)?;
     env.add_member_overload("min", "list_min", LIST_TYPE, vec![], min)?;
@@ -243,8 +257,32 @@ fn last_index_of<'b, 'v>(args: Args<'b, 'v>) -> Ret<'b, 'v> {
     position(args, true)
 }
 
-fn regex(pattern: &str, function: &str) -> Result<regex::Regex, ExecutionError> {
-    regex::Regex::new(pattern).map_err(|e| ExecutionError::function_error(function, e))
+/// How many compiled patterns are kept; past it the cache starts over.
+const REGEX_CACHE_SIZE: usize = 512;
+
+/// `pattern` compiled, from a process-wide cache: rules apply the same few patterns to every
+/// item of every object, and compiling is what costs.
+fn regex(pattern: &str, function: &str) -> Result<Arc<regex::Regex>, ExecutionError> {
+    static CACHE: OnceLock<Mutex<HashMap<String, Arc<regex::Regex>>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    if let Some(re) = cache.lock().get(pattern) {
+        return Ok(re.clone());
+    }
+    let re = Arc::new(regex::Regex::new(pattern).map_err(|e| {
+        ExecutionError::function_error(function, format!("error parsing regexp: {e}"))
+    })?);
+    let mut cache = cache.lock();
+    if cache.len() >= REGEX_CACHE_SIZE {
+        cache.clear();
+    }
+    cache.insert(pattern.to_string(), re.clone());
+    Ok(re)
+}
+
+fn matches<'b, 'v>(args: Args<'b, 'v>) -> Ret<'b, 'v> {
+    let [s, re] = <[Value; 2]>::try_from(values(&args, 2)?).expect("two values");
+    let (s, re) = (string(&s, "matches")?, string(&re, "matches")?);
+    ret(Value::Bool(regex(&re, "matches")?.is_match(&s)))
 }
 
 fn find<'b, 'v>(args: Args<'b, 'v>) -> Ret<'b, 'v> {
@@ -519,9 +557,10 @@ mod tests {
             Ok(Value::Bool(true))
         );
         assert_eq!(
-            eval("'foo-bar'.matches('^[a-z-]+$')"),
+            eval("'foo-bar'.matches('^[a-z-]+$') && matches('a1', '[0-9]')"),
             Ok(Value::Bool(true))
         );
+        assert!(eval("'x'.matches('[')").is_err());
     }
 
     #[test]

@@ -24,11 +24,14 @@ mod rule;
 mod value;
 
 use api_types::validation::{BadValue, ErrorList, ErrorType, FieldError, FieldPath};
+use cel::common::value::{CowVal, Val};
+use cel::context::VariableResolver;
 use cel::objects::OptionalValue;
 use cel::{Context, ExecutionError, Value as CelValue};
 use node::Node;
 use rule::{CompiledRule, Site};
 use serde_json::Value;
+use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
@@ -174,16 +177,19 @@ impl Run {
                 let Some(item_node) = node.items.as_deref() else {
                     return;
                 };
-                let old_items = old.and_then(Value::as_array);
-                let keyed = node.correlates_items() && !node.list_map_keys.is_empty();
+                let keys = &node.list_map_keys;
+                // Old items by their key values, for pairing (map lists only).
+                let old_by_key: HashMap<String, &Value> = match old.and_then(Value::as_array) {
+                    Some(olds) if node.correlates_items() && !keys.is_empty() => {
+                        olds.iter().map(|o| (key_of(o, keys), o)).collect()
+                    }
+                    _ => HashMap::new(),
+                };
                 for (i, item) in items.iter().enumerate() {
-                    let old_item = if keyed {
-                        old_items.and_then(|olds| {
-                            olds.iter()
-                                .find(|o| same_keys(o, item, &node.list_map_keys))
-                        })
-                    } else {
+                    let old_item = if old_by_key.is_empty() {
                         None
+                    } else {
+                        old_by_key.get(&key_of(item, keys)).copied()
                     };
                     let still = old_item.map_or(unchanged, |o| o == item);
                     let at = path.index(i);
@@ -203,10 +209,15 @@ impl Run {
         resource: bool,
         unchanged: bool,
     ) {
-        let self_val = value::to_cel(new, Some(node), resource);
-        let old_val = old.map(|o| value::to_cel(o, Some(node), resource));
-        let size = cost::DataSize::of(new, old);
         let bad_value = || BadValue::Str(node.type_name().to_string());
+        let Some(values) = NodeValues::new(node, new, old, resource) else {
+            self.errs.push(FieldError::internal(
+                path,
+                "rule inputs could not be converted",
+            ));
+            return;
+        };
+        let size = cost::DataSize::of(new, old);
         for rule in &node.rules {
             if rule.uses_old_self() && old.is_none() && !rule.optional_old_self() {
                 continue;
@@ -214,7 +225,7 @@ impl Run {
             if !self.charge(rule, cost::price(&rule.facts, size), path, &bad_value) {
                 return;
             }
-            let vars = Vars::new(rule, &self_val, old_val.as_ref());
+            let vars = values.for_rule(rule);
             match evaluate(&rule.program, &vars) {
                 Outcome::Pass => continue,
                 Outcome::Error(e) => {
@@ -277,7 +288,7 @@ impl Run {
     fn message(
         &mut self,
         rule: &CompiledRule,
-        vars: &Vars,
+        vars: &Vars<'_>,
         size: cost::DataSize,
     ) -> Option<String> {
         let (program, facts) = rule.message_program.as_ref()?;
@@ -302,41 +313,74 @@ impl Run {
     }
 }
 
-/// The variables one rule sees.
-struct Vars {
-    self_val: CelValue,
-    old_self: Option<CelValue>,
+/// The CEL values of one node's `self` and `oldSelf`, converted once for all its rules.
+struct NodeValues {
+    self_val: Box<dyn Val>,
+    old: Option<Box<dyn Val>>,
+    /// `oldSelf` as an optional, for rules with `optionalOldSelf`.
+    optional_old: Option<Box<dyn Val>>,
 }
 
-impl Vars {
-    fn new(rule: &CompiledRule, self_val: &CelValue, old: Option<&CelValue>) -> Vars {
-        let old_self = if rule.optional_old_self() {
-            let optional = match old {
+impl NodeValues {
+    fn new(node: &Node, new: &Value, old: Option<&Value>, resource: bool) -> Option<Self> {
+        let old_val = old.map(|o| value::to_cel(o, Some(node), resource));
+        let optional_old = if node.rules.iter().any(CompiledRule::optional_old_self) {
+            let optional = match &old_val {
                 Some(o) => OptionalValue::of(o.clone()),
                 None => OptionalValue::none(),
             };
-            Some(CelValue::Opaque(Arc::new(optional)))
+            Some(Box::<dyn Val>::try_from(CelValue::Opaque(Arc::new(optional))).ok()?)
         } else {
-            old.cloned()
+            None
+        };
+        Some(NodeValues {
+            self_val: Box::<dyn Val>::try_from(value::to_cel(new, Some(node), resource)).ok()?,
+            old: match old_val {
+                Some(o) => Some(Box::<dyn Val>::try_from(o).ok()?),
+                None => None,
+            },
+            optional_old,
+        })
+    }
+
+    fn for_rule(&self, rule: &CompiledRule) -> Vars<'_> {
+        let old_self = if rule.optional_old_self() {
+            self.optional_old.as_deref()
+        } else {
+            self.old.as_deref()
         };
         Vars {
-            self_val: self_val.clone(),
+            self_val: &*self.self_val,
             old_self,
         }
     }
+}
 
+/// The variables one rule sees, lent to the interpreter without copies.
+struct Vars<'a> {
+    self_val: &'a dyn Val,
+    old_self: Option<&'a dyn Val>,
+}
+
+impl VariableResolver for Vars<'_> {
+    fn resolve<'b>(&'b self, variable: &str) -> Option<CowVal<'b, 'b>> {
+        match variable {
+            "self" => Some(CowVal::Borrowed(self.self_val)),
+            "oldSelf" => self.old_self.map(CowVal::Borrowed),
+            _ => None,
+        }
+    }
+}
+
+impl Vars<'_> {
     fn context(&self) -> Context<'_, '_> {
         let mut ctx = Context::with_env(library::env());
-        // Values share their contents (`Arc`s): these clones are cheap.
-        ctx.add_variable_from_value("self", self.self_val.clone());
-        if let Some(old) = &self.old_self {
-            ctx.add_variable_from_value("oldSelf", old.clone());
-        }
+        ctx.set_variable_resolver(self);
         ctx
     }
 }
 
-fn evaluate(program: &cel::Program, vars: &Vars) -> Outcome {
+fn evaluate(program: &cel::Program, vars: &Vars<'_>) -> Outcome {
     let ctx = vars.context();
     // The interpreter is not ours: a panic in it fails the rule, never the request.
     match catch_unwind(AssertUnwindSafe(|| program.execute(&ctx))) {
@@ -386,9 +430,10 @@ fn failure(reason: ErrorType, at: &FieldPath, bad_value: BadValue, detail: Strin
     }
 }
 
-/// Whether two items of a `map` list have the same values for every key field.
-fn same_keys(a: &Value, b: &Value, keys: &[String]) -> bool {
-    keys.iter().all(|k| a.get(k) == b.get(k))
+/// The values of an item's key fields, as one comparable text.
+fn key_of(item: &Value, keys: &[String]) -> String {
+    let values: Vec<Option<&Value>> = keys.iter().map(|k| item.get(k)).collect();
+    serde_json::to_string(&values).unwrap_or_default()
 }
 
 #[cfg(test)]
