@@ -91,7 +91,7 @@ impl RotatingFile {
                 found.push((t.timestamp(), entry.path()));
             }
         }
-        found.sort_by(|a, b| b.0.cmp(&a.0));
+        found.sort_by_key(|b| std::cmp::Reverse(b.0));
         Ok(found)
     }
 
