@@ -48,6 +48,10 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         .context("creating the bootstrap objects")?;
     let (mut stack_config, reviewers) = security::install(&config, &state, &shutdown).await?;
     stack_config.audit = auditor.clone();
+    // Stored CRDs are served before the first request, as upstream's readiness waits for them.
+    crate::crd::controller::start(state.clone(), shutdown.clone())
+        .await
+        .context("serving the stored CustomResourceDefinitions")?;
     if let Some(interval) = config.compaction_interval {
         tokio::spawn(compact_periodically(
             backend.clone(),
@@ -74,11 +78,12 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         "{}:{}",
         config.advertise_address, config.secure_serving.secure_port
     );
+    let crds = state.crds.clone();
     let router = Router {
         state,
         reviewers,
         debug: debug.clone(),
-        discovery: DiscoveryHandler::new(address),
+        discovery: DiscoveryHandler::new(address).with_crds(crds),
     };
     let handler = tower::service_fn(move |req| {
         let router = router.clone();

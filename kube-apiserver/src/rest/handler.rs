@@ -1,6 +1,6 @@
 //! Resource requests: decode, dispatch to the generic registry by verb and subresource, encode.
 
-use super::encode::{ListMeta, convert, list_object, respond};
+use super::encode::{ListMeta, convert_with, list_object, printer_of, respond};
 use super::field_validation::FieldValidation;
 use super::query::Query;
 use super::state::{ApiState, ResourceEntry};
@@ -59,7 +59,14 @@ impl Call<'_> {
         object: Value,
     ) -> Result<Response<Body>, ApiError> {
         let media = self.media(EndpointRestrictions::RESOURCE)?;
-        let body = convert(self.info, object, None, &media, self.include_object()?);
+        let body = convert_with(
+            self.info,
+            self.entry.output(object),
+            None,
+            &media,
+            self.include_object()?,
+            printer_of(self.entry),
+        );
         Ok(respond(status, &body, &media))
     }
 }
@@ -109,9 +116,21 @@ where
     B::Error: Into<BoxError>,
 {
     let entry = state
-        .entry(&request.api_group, &request.api_version, &request.resource)
+        .resolve(&request.api_group, &request.api_version, &request.resource)
         .ok_or_else(ApiError::path_not_found)?;
+    let entry = &*entry;
     let info = entry.store.info();
+    if request.verb == "create"
+        && request.subresource.is_empty()
+        && entry.custom.as_ref().is_some_and(|c| c.terminating)
+    {
+        return Err(ApiError::method_not_supported_with_message(
+            info.group,
+            info.plural,
+            "create",
+            "create not allowed while custom resource definition is terminating",
+        ));
+    }
     let given_namespace = (!request.namespace.is_empty()).then_some(request.namespace.as_str());
     // `/api/v1/namespaces/<name>` carries the namespace's own name in the namespace position.
     let is_namespaces = info.group.is_empty() && info.plural == "namespaces";
@@ -377,7 +396,10 @@ async fn list(call: &Call<'_>) -> Result<Response<Body>, ApiError> {
             std::sync::Arc::new(move |object: &Value| store.selected(object, &opts));
         let prefix = crate::registry::keys::namespace_prefix(call.info, call.namespace);
         let (objects, revision) = call.entry.cacher.list(&prefix, &filter);
-        let items = objects.iter().map(|o| (**o).clone()).collect();
+        let items = objects
+            .iter()
+            .map(|o| call.entry.output((**o).clone()))
+            .collect();
         (
             items,
             ListMeta {
@@ -388,7 +410,10 @@ async fn list(call: &Call<'_>) -> Result<Response<Body>, ApiError> {
     } else {
         let page = call.store.list(call.namespace, &options).await?;
         (
-            page.items,
+            page.items
+                .into_iter()
+                .map(|o| call.entry.output(o))
+                .collect(),
             ListMeta {
                 resource_version: page.resource_version.to_string(),
                 continue_token: page.continue_token,
@@ -397,7 +422,14 @@ async fn list(call: &Call<'_>) -> Result<Response<Body>, ApiError> {
         )
     };
     let body = list_object(call.info, items, &meta);
-    let body = convert(call.info, body, Some(&meta), &media, call.include_object()?);
+    let body = convert_with(
+        call.info,
+        body,
+        Some(&meta),
+        &media,
+        call.include_object()?,
+        printer_of(call.entry),
+    );
     Ok(respond(StatusCode::OK, &body, &media))
 }
 

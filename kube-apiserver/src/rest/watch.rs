@@ -1,7 +1,7 @@
 //! Watches: a stream of `{"type": ..., "object": ...}` lines served from the resource's watch
 //! cache, with bookmarks, `sendInitialEvents`, Table conversion and the server's timeout.
 
-use super::encode::convert;
+use super::encode::convert_with;
 use super::handler::Call;
 use crate::http::negotiation::{Conversion, Encoding, EndpointRestrictions};
 use crate::http::response::{Body, BoxError};
@@ -31,6 +31,8 @@ pub async fn serve(call: &Call<'_>) -> Result<Response<Body>, ApiError> {
     // Watch streams are JSON lines whatever the Accept header's encoding.
     media.encoding = Encoding::Json;
     let include_object = call.include_object()?;
+    // A custom resource's Tables use its CRD's printer columns.
+    let custom = call.entry.custom.clone();
     let send_initial = call.query.get("sendInitialEvents") == Some("true");
     let start = match options.resource_version.as_deref() {
         None | Some("") | Some("0") => WatchStart::InitialState {
@@ -88,10 +90,14 @@ pub async fn serve(call: &Call<'_>) -> Result<Response<Body>, ApiError> {
                     None => break,
                 },
             };
+            let served = |o: &Value| match &custom {
+                Some(custom) => custom.output(info, o.clone()),
+                None => o.clone(),
+            };
             let (kind_name, object) = match event {
-                WatchEvent::Added(o) => ("ADDED", (*o).clone()),
-                WatchEvent::Modified(o) => ("MODIFIED", (*o).clone()),
-                WatchEvent::Deleted(o) => ("DELETED", (*o).clone()),
+                WatchEvent::Added(o) => ("ADDED", served(&o)),
+                WatchEvent::Modified(o) => ("MODIFIED", served(&o)),
+                WatchEvent::Deleted(o) => ("DELETED", served(&o)),
                 WatchEvent::Bookmark(rv) => ("BOOKMARK", bookmark(&api_version, kind, rv, false)),
                 WatchEvent::InitialEventsEnd(rv) => {
                     ("BOOKMARK", bookmark(&api_version, kind, rv, true))
@@ -110,7 +116,14 @@ pub async fn serve(call: &Call<'_>) -> Result<Response<Body>, ApiError> {
             let object = match (kind_name, media.conversion) {
                 ("BOOKMARK" | "ERROR", _) => object,
                 (_, Conversion::Table { .. }) => {
-                    let mut table = convert(info, object, None, &media, include_object);
+                    let mut table = convert_with(
+                        info,
+                        object,
+                        None,
+                        &media,
+                        include_object,
+                        custom.as_deref().map(|c| &*c.printer),
+                    );
                     // Columns once, as upstream: later events carry rows only.
                     if !first_table {
                         table["columnDefinitions"] = Value::Null;
@@ -118,7 +131,14 @@ pub async fn serve(call: &Call<'_>) -> Result<Response<Body>, ApiError> {
                     first_table = false;
                     table
                 }
-                _ => convert(info, object, None, &media, include_object),
+                _ => convert_with(
+                    info,
+                    object,
+                    None,
+                    &media,
+                    include_object,
+                    custom.as_deref().map(|c| &*c.printer),
+                ),
             };
             let mut line = serde_json::to_vec(&json!({"type": kind_name, "object": object}))
                 .unwrap_or_default();
