@@ -9,6 +9,7 @@
 use super::escape::escape;
 use super::node::Node;
 use cel::common::ast::{Expr, IdedExpr, LiteralValue, SourceInfo};
+use std::sync::OnceLock;
 
 /// What the checker learnt of one expression.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -454,7 +455,33 @@ impl<'a> Checker<'a> {
     }
 }
 
+/// What every resource shows rules, whatever its schema says: `apiVersion`, `kind` and
+/// `metadata` with `name` and `generateName` only.
+fn resource_shell() -> &'static Node {
+    static SHELL: OnceLock<Node> = OnceLock::new();
+    SHELL.get_or_init(|| {
+        Node::shape(&serde_json::json!({
+            "type": "object",
+            "properties": {
+                "apiVersion": {"type": "string"},
+                "kind": {"type": "string"},
+                "metadata": {"type": "object", "properties": {
+                    "name": {"type": "string"},
+                    "generateName": {"type": "string"},
+                }},
+            },
+        }))
+    })
+}
+
 fn child<'n>(n: &'n Node, resource: bool, field: &str) -> Place<'n> {
+    if resource && matches!(field, "apiVersion" | "kind" | "metadata") {
+        let shell = resource_shell();
+        return match shell.properties.get(field) {
+            Some(node) => Place::Node(node, false),
+            None => Place::Anywhere,
+        };
+    }
     if n.additional.is_some() {
         return match n.additional.as_deref() {
             Some(values) => Place::Node(values, values.embedded),
@@ -463,9 +490,6 @@ fn child<'n>(n: &'n Node, resource: bool, field: &str) -> Place<'n> {
     }
     for (name, prop) in &n.properties {
         if escape(name).as_deref() == Some(field) {
-            if resource && name == "metadata" {
-                return Place::Anywhere;
-            }
             return Place::Node(prop, prop.embedded);
         }
     }

@@ -33,6 +33,7 @@ pub(super) fn register(env: &mut Env) -> Result<(), DeclarationError> {
     for (name, f) in globals {
         env.add_overload(name, &format!("net_{name}"), vec![STRING_TYPE], *f)?;
     }
+    env.add_overload("string", "net_to_string", vec![MAP_TYPE], to_string)?;
     let methods: &[(&str, usize, Function)] = &[
         ("family", 0, family),
         ("isUnspecified", 0, |a| ip_test(a, IpAddr::is_unspecified)),
@@ -172,6 +173,17 @@ fn receiver_cidr(
     Ok((prefix, vals))
 }
 
+/// `string(ip)` and `string(cidr)`: the canonical text.
+fn to_string<'b, 'v>(args: Args<'b, 'v>) -> Ret<'b, 'v> {
+    let vals = values(&args)?;
+    let text = vals
+        .first()
+        .and_then(|v| tag(v, IP_KEY).or_else(|| tag(v, CIDR_KEY)))
+        .map(str::to_string)
+        .ok_or_else(|| ExecutionError::function_error("string", "no such overload"))?;
+    ret(Value::String(Arc::new(text)))
+}
+
 fn family<'b, 'v>(args: Args<'b, 'v>) -> Ret<'b, 'v> {
     let ip = receiver_ip(&args, "family")?;
     ret(Value::Int(if ip.is_ipv4() { 4 } else { 6 }))
@@ -308,6 +320,7 @@ mod tests {
             "cidr('10.0.0.0/8').containsCIDR('10.1.0.0/16') && !cidr('10.1.0.0/16').containsCIDR('10.0.0.0/8')",
             "cidr('10.1.2.3/8').masked() == cidr('10.0.0.0/8') && cidr('10.1.2.3/8').prefixLength() == 8",
             "cidr('10.1.2.3/8').ip() == ip('10.1.2.3')",
+            "string(ip('2001:db8:0::1')) == '2001:db8::1' && string(cidr('10.0.0.0/8')) == '10.0.0.0/8'",
             "cidr('::/0').containsIP('2001:db8::1') && !cidr('::/0').containsIP('1.2.3.4')",
         ];
         for src in truths {

@@ -95,7 +95,6 @@ fn root_rules_see_kind_and_the_name_only() {
         "type": "object",
         "x-kubernetes-validations": [
             {"rule": "self.metadata.name.size() <= 5 && self.kind == 'Foo'"},
-            {"rule": "!has(self.metadata.labels)"},
         ],
         "properties": {"spec": {"type": "object"}},
     });
@@ -527,6 +526,22 @@ fn validator_is_shareable() {
 }
 
 #[test]
+fn rules_may_not_read_metadata_beyond_the_name() {
+    let schema = json!({
+        "type": "object",
+        "x-kubernetes-validations": [{"rule": "self.metadata.labels.size() > 0"}],
+        "properties": {"spec": {"type": "object"}},
+    });
+    let errs = compile_errors(schema);
+    assert!(
+        errs[0].starts_with(
+            "spec.versions[0].schema.openAPIV3Schema.x-kubernetes-validations[0].rule: "
+        ) && errs[0].contains("undefined field 'labels'"),
+        "{errs:?}"
+    );
+}
+
+#[test]
 fn compile_errors_are_shaped_as_cel_go_prints_them() {
     let errs = compile_errors(spec_schema(
         json!({"replicas": {"type": "integer"}}),
@@ -551,8 +566,7 @@ fn embedded_resources_show_their_kind_and_name_only() {
             "x-kubernetes-preserve-unknown-fields": true,
             "x-kubernetes-validations": [
                 {"rule": "self.kind == 'Pod' && self.metadata.name.startsWith('p')"},
-                {"rule": "!has(self.metadata.labels)"},
-            ],
+                ],
         }}),
         json!([]),
     ));
