@@ -501,10 +501,11 @@ fn can_have_any_field(n: &Node, resource: bool, field: &str) -> bool {
     if resource && matches!(field, "apiVersion" | "kind" | "metadata") {
         return true;
     }
-    if n.additional.is_some() || n.preserve_unknown || n.int_or_string {
+    if n.additional.is_some() || n.int_or_string {
         return true;
     }
-    // A node of no type and no properties is not structural enough to tell.
+    // Fields an object keeps through x-kubernetes-preserve-unknown-fields are not visible to
+    // rules (upstream's documented limit); only a node of no type at all is dynamic.
     n.ty.is_empty() && n.properties.is_empty()
 }
 

@@ -542,6 +542,26 @@ fn rules_may_not_read_metadata_beyond_the_name() {
 }
 
 #[test]
+fn preserved_unknown_fields_are_not_visible_to_rules() {
+    let errs = compile_errors(spec_schema(
+        json!({"config": {"type": "object", "x-kubernetes-preserve-unknown-fields": true,
+            "properties": {"known": {"type": "string"}}}}),
+        json!([{"rule": "has(self.config.known) || has(self.config.unknown)"}]),
+    ));
+    assert!(errs[0].contains("undefined field 'unknown'"), "{errs:?}");
+    // Untyped preserved values are dynamic: anything may be read from them.
+    let v = compile(spec_schema(
+        json!({"raw": {"x-kubernetes-preserve-unknown-fields": true}}),
+        json!([{"rule": "!has(self.raw) || self.raw.a == 1"}]),
+    ));
+    assert!(
+        v.validate(&object(json!({"raw": {"a": 1}})), None)
+            .is_empty()
+    );
+    assert_eq!(v.validate(&object(json!({"raw": {"a": 2}})), None).len(), 1);
+}
+
+#[test]
 fn compile_errors_are_shaped_as_cel_go_prints_them() {
     let errs = compile_errors(spec_schema(
         json!({"replicas": {"type": "integer"}}),
