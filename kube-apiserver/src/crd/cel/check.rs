@@ -360,7 +360,8 @@ impl<'a> Checker<'a> {
         }
         let full = namespaced.as_deref().unwrap_or(name);
         let operator = name.starts_with('_') || name.starts_with('@') || name.starts_with("!_");
-        if !operator && !FUNCTIONS.contains(&full) {
+        if !operator && !FUNCTIONS.contains(&full) && !super::format::FUNCTION_NAMES.contains(&full)
+        {
             self.issue(
                 id,
                 format!("undeclared reference to '{full}' (in container '')"),

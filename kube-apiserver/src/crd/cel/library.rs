@@ -3,7 +3,8 @@
 //! own libraries that custom resources commonly use: lists (`isSorted`, `sum`, `min`, `max`,
 //! `indexOf`, `lastIndexOf`), regex (`find`, `findAll`), URLs (`url`, `isURL` and the
 //! getters), `sets.contains/equivalent/intersects`, quantities (`quantity.rs`), IPs and CIDRs
-//! (`net.rs`), `cel.bind` and the two-variable comprehensions (`comprehensions.rs`).
+//! (`net.rs`), `cel.bind` and the two-variable comprehensions (`comprehensions.rs`), and
+//! the named formats (`format.rs`).
 
 use cel::common::ast::{ComprehensionExpr, Expr, IdedExpr, ListExpr, LiteralValue};
 use cel::common::types::{DYN_TYPE, INT_TYPE, LIST_TYPE, MAP_TYPE, STRING_TYPE};
@@ -32,6 +33,7 @@ fn build() -> Result<Env, cel::DeclarationError> {
     env.add_extension(super::net::register)?;
     env.add_macro(Macro::receiver("bind", 3, bind_macro))?;
     env.add_extension(super::comprehensions::register)?;
+    env.add_extension(super::format::register)?;
     env.add_overload(
         "matches",
         "matches",
@@ -325,14 +327,14 @@ fn find_all_n<'b, 'v>(args: Args<'b, 'v>) -> Ret<'b, 'v> {
 }
 
 /// The parts of an absolute URI or an absolute path, as Go's `url.ParseRequestURI` splits it.
-struct UrlParts {
+pub(super) struct UrlParts {
     scheme: String,
     host: String,
     path: String,
     query: String,
 }
 
-fn parse_url(s: &str) -> Option<UrlParts> {
+pub(super) fn parse_url(s: &str) -> Option<UrlParts> {
     if s.chars().any(|c| c.is_whitespace() || c.is_control()) {
         return None;
     }

@@ -16,6 +16,7 @@ mod comprehensions;
 mod cost;
 mod escape;
 mod field_path;
+mod format;
 mod library;
 mod net;
 mod node;
