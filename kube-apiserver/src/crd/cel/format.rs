@@ -203,11 +203,7 @@ fn is_uuid(s: &str) -> bool {
     let hex: String = s.chars().filter(|c| *c != '-').collect();
     let groups: Vec<&str> = s.split('-').collect();
     let grouped = groups.len() == 1
-        || (groups.len() == 5
-            && groups
-                .iter()
-                .map(|g| g.len())
-                .eq([8, 4, 4, 4, 12].into_iter()));
+        || (groups.len() == 5 && groups.iter().map(|g| g.len()).eq([8, 4, 4, 4, 12]));
     hex.len() == 32 && hex.chars().all(|c| c.is_ascii_hexdigit()) && grouped
 }
 

@@ -14,8 +14,6 @@ pub(super) struct Node {
     pub format: Option<String>,
     /// `x-kubernetes-int-or-string`.
     pub int_or_string: bool,
-    /// `x-kubernetes-preserve-unknown-fields`.
-    pub preserve_unknown: bool,
     /// `x-kubernetes-embedded-resource`: the node is a whole object with its own metadata.
     pub embedded: bool,
     /// `x-kubernetes-list-type`.
@@ -43,7 +41,6 @@ impl Node {
             ty: str_of("type").unwrap_or_default(),
             format: str_of("format"),
             int_or_string: bool_of("x-kubernetes-int-or-string"),
-            preserve_unknown: bool_of("x-kubernetes-preserve-unknown-fields"),
             embedded: bool_of("x-kubernetes-embedded-resource"),
             list_type: str_of("x-kubernetes-list-type"),
             list_map_keys: schema
