@@ -287,7 +287,7 @@ impl FieldSet {
             map.insert(".".into(), Value::Object(Map::new()));
         }
         for member in &self.members {
-            if !self.children.get(member).is_some_and(|c| !c.is_empty()) {
+            if self.children.get(member).is_none_or(|c| c.is_empty()) {
                 map.insert(member.encode(), Value::Object(Map::new()));
             }
         }

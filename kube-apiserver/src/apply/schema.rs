@@ -257,6 +257,14 @@ impl<'a> Node<'a> {
         }
     }
 
+    /// Whether the struct here lists `name` as required.
+    pub fn requires(&self, name: &str) -> bool {
+        self.schema
+            .and_then(|s| s.get("required"))
+            .and_then(Value::as_array)
+            .is_some_and(|r| r.iter().any(|n| n == name))
+    }
+
     /// Whether `name` is a declared field of the struct here.
     pub fn declares(&self, name: &str) -> bool {
         self.schema

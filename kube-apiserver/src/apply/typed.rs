@@ -70,9 +70,9 @@ impl Comparison {
     }
 }
 
-/// Compares `lhs` (the old value) with `rhs` (the new one). With `created`, structs that appear
-/// are not counted themselves (only their fields), as upstream's comparison against a typed
-/// empty object does not count a create's non-pointer structs.
+/// Compares `lhs` (the old value) with `rhs` (the new one). With `created` (no old value),
+/// what upstream's typed empty object already holds (structs, required lists) is not counted
+/// itself, only what is set in it.
 pub fn compare(
     lhs: Option<&Value>,
     rhs: Option<&Value>,
@@ -84,7 +84,7 @@ pub fn compare(
         created,
     };
     if lhs.is_some() || rhs.is_some() {
-        walker.walk(lhs, rhs, node, &mut Vec::new());
+        walker.walk(lhs, rhs, node, &mut Vec::new(), created);
     }
     walker.out
 }
@@ -126,12 +126,16 @@ impl Compare {
         }
     }
 
+    /// `in_zero_object`: on create, whether the node exists in the typed empty object upstream
+    /// compares with (non-pointer structs and fields without `omitempty`, which the schema
+    /// marks required), so that its appearance is not counted.
     fn walk(
         &mut self,
         lhs: Option<&Value>,
         rhs: Option<&Value>,
         node: Node<'_>,
         path: &mut Vec<PathElement>,
+        in_zero_object: bool,
     ) {
         let shape = common_shape(lhs, rhs, &node);
         let both_empty = is_empty_container(lhs) && is_empty_container(rhs);
@@ -142,12 +146,13 @@ impl Compare {
                 let r = rhs.and_then(Value::as_object).unwrap_or(&empty);
                 let keys: BTreeSet<&String> = l.keys().chain(r.keys()).collect();
                 for key in keys {
+                    let child = node.field(key).0;
+                    let zero = in_zero_object && (child.is_struct() || node.requires(key));
                     path.push(PathElement::Field(key.clone()));
-                    self.walk(l.get(key), r.get(key), node.field(key).0, path);
+                    self.walk(l.get(key), r.get(key), child, path, zero);
                     path.pop();
                 }
-                let is_struct = node.is_struct();
-                if lhs.is_none() && !(self.created && is_struct) {
+                if lhs.is_none() && !in_zero_object {
                     self.out.added.insert(path);
                 } else if rhs.is_none() {
                     self.out.removed.insert(path);
@@ -159,17 +164,17 @@ impl Compare {
                 let items = node.items();
                 for (element, value) in &r {
                     path.push(element.clone());
-                    self.walk(l.get(element).copied(), Some(value), items, path);
+                    self.walk(l.get(element).copied(), Some(value), items, path, false);
                     path.pop();
                 }
                 for (element, value) in &l {
                     if !r.contains_key(element) {
                         path.push(element.clone());
-                        self.walk(Some(value), None, items, path);
+                        self.walk(Some(value), None, items, path, false);
                         path.pop();
                     }
                 }
-                if lhs.is_none() {
+                if lhs.is_none() && !in_zero_object {
                     self.out.added.insert(path);
                 } else if rhs.is_none() {
                     self.out.removed.insert(path);
@@ -528,12 +533,18 @@ mod tests {
 
     #[test]
     fn compare_on_create_does_not_own_structs_themselves() {
-        let new = json!({"metadata": {"labels": {"a": "b"}}, "spec": {"replicas": 1}});
+        let new = json!({"metadata": {"labels": {"a": "b"}}, "spec": {"replicas": 1,
+            "template": {"spec": {"containers": [{"name": "c", "ports": [{"containerPort": 80}]}]}}}});
         let cmp = compare(None, Some(&new), deployment(), true);
         let encoded = cmp.added.to_fields_v1();
+        // As upstream's kubectl-create entries: labels and new items count themselves (`.`),
+        // the required containers list and the structs do not.
         assert_eq!(
             encoded,
-            json!({"f:metadata": {"f:labels": {".": {}, "f:a": {}}}, "f:spec": {"f:replicas": {}}})
+            json!({"f:metadata": {"f:labels": {".": {}, "f:a": {}}}, "f:spec": {"f:replicas": {},
+                "f:template": {"f:spec": {"f:containers": {"k:{\"name\":\"c\"}": {
+                    ".": {}, "f:name": {}, "f:ports": {".": {},
+                        "k:{\"containerPort\":80,\"protocol\":\"TCP\"}": {".": {}, "f:containerPort": {}}}}}}}}})
         );
     }
 
