@@ -755,4 +755,54 @@ rules:
         );
         assert_eq!(events[1]["responseStatus"]["code"], 500);
     }
+
+    /// The per-request cost of the layers: no policy, a policy answering `None`, and Metadata
+    /// events to a discarding writer. Not a test; run in release:
+    /// `cargo test --release -p kube-apiserver --lib cost_of_auditing -- --ignored --nocapture`
+    #[tokio::test]
+    #[ignore]
+    async fn cost_of_auditing() {
+        let none_policy = "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n\
+            - {level: Metadata, resources: [{group: \"\", resources: [secrets]}]}\n\
+            - {level: Metadata, users: [someone]}\n\
+            - {level: Metadata, nonResourceURLs: [\"/logs*\"]}\n\
+            - {level: None}\n";
+        let metadata_policy =
+            "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- {level: Metadata}\n";
+        let auditor = |policy: &str| {
+            Some(Arc::new(Auditor {
+                policy: Policy::parse(policy.as_bytes()).expect("policy"),
+                backend: LogBackend::with_writer(
+                    Box::new(std::io::sink()),
+                    Format::Json,
+                    Mode::Blocking,
+                    1,
+                ),
+            }))
+        };
+        let configs = [
+            ("no policy", None),
+            ("policy -> None", auditor(none_policy)),
+            ("Metadata events", auditor(metadata_policy)),
+        ];
+        const N: u32 = 200_000;
+        for (name, audit) in configs {
+            let cfg = StackConfig {
+                audit,
+                ..StackConfig::default()
+            };
+            let svc =
+                TapRequestBodies::new(stack(tower::service_fn(handler), &cfg), cfg.audit.is_some());
+            let start = std::time::Instant::now();
+            for _ in 0..N {
+                let req = Request::builder()
+                    .uri("/api/v1/namespaces/ns/configmaps/c")
+                    .body(Full::new(Bytes::new()))
+                    .expect("request");
+                let resp = svc.clone().oneshot(req).await.expect("infallible");
+                assert_eq!(resp.status(), StatusCode::OK);
+            }
+            println!("{name}: {:?} per request", start.elapsed() / N);
+        }
+    }
 }
