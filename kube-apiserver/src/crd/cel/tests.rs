@@ -620,3 +620,86 @@ fn int_or_string_values_keep_their_json_type() {
     assert_eq!(v.validate(&object(json!({"port": 0})), None).len(), 1);
     assert_eq!(v.validate(&object(json!({"port": "HTTP"})), None).len(), 1);
 }
+
+/// Rules in the style of widely used CRDs (Gateway API) compile and judge as upstream does.
+#[test]
+fn gateway_api_style_rules() {
+    let filter = json!({
+        "type": "object",
+        "required": ["type"],
+        "properties": {
+            "type": {"type": "string"},
+            "requestRedirect": {"type": "object", "properties": {"port": {"type": "integer"}}},
+            "urlRewrite": {"type": "object", "properties": {"hostname": {"type": "string"}}},
+        },
+        "x-kubernetes-validations": [
+            {"message": "filter.requestRedirect must be specified for RequestRedirect filter.type",
+             "rule": "!(!has(self.requestRedirect) && self.type == 'RequestRedirect')"},
+            {"message": "filter.requestRedirect must be nil if the filter.type is not RequestRedirect",
+             "rule": "!(has(self.requestRedirect) && self.type != 'RequestRedirect')"},
+        ],
+    });
+    let path = json!({
+        "type": "object",
+        "properties": {"type": {"type": "string"}, "value": {"type": "string", "maxLength": 1024}},
+        "x-kubernetes-validations": [
+            {"message": "value must be an absolute path and start with '/' when type one of ['Exact', 'PathPrefix']",
+             "rule": "(self.type in ['Exact','PathPrefix']) ? self.value.startsWith('/') : true"},
+            {"message": "must not contain '//' when type one of ['Exact', 'PathPrefix']",
+             "rule": "(self.type in ['Exact','PathPrefix']) ? !self.value.contains('//') : true"},
+            {"message": "must only contain valid characters (matching ^(?:[-A-Za-z0-9/._~!$&'()*+,;=:@]|[%][0-9a-fA-F]{2})+$) for types ['Exact', 'PathPrefix']",
+             "rule": "(self.type in ['Exact','PathPrefix']) ? self.value.matches(r\"\"\"^(?:[-A-Za-z0-9/._~!$&'()*+,;=:@]|[%][0-9a-fA-F]{2})+$\"\"\") : true"},
+        ],
+    });
+    let rule = json!({
+        "type": "object",
+        "properties": {
+            "name": {"type": "string"},
+            "filters": {"type": "array", "maxItems": 16, "items": filter,
+                "x-kubernetes-validations": [
+                    {"message": "May specify either httpRouteFilterRequestRedirect or httpRouteFilterRequestRewrite, but not both",
+                     "rule": "!(self.exists(f, f.type == 'RequestRedirect') && self.exists(f, f.type == 'URLRewrite'))"},
+                    {"message": "RequestRedirect filter cannot be repeated",
+                     "rule": "self.filter(f, f.type == 'RequestRedirect').size() <= 1"},
+                ]},
+            "matches": {"type": "array", "maxItems": 64, "items": {
+                "type": "object", "properties": {"path": path}}},
+        },
+    });
+    let v = compile(spec_schema(
+        json!({
+            "hostnames": {"type": "array", "maxItems": 16, "items": {"type": "string"}},
+            "rules": {"type": "array", "maxItems": 16, "items": rule,
+                "x-kubernetes-validations": [
+                    {"message": "Rule name must be unique within the route",
+                     "rule": "self.all(l1, !has(l1.name) || self.exists_one(l2, has(l2.name) && l1.name == l2.name))"},
+                ]},
+        }),
+        json!([
+            {"message": "While 16 rules and 64 matches per rule are allowed, the total number of matches across all rules in a route must be less than 128",
+             "rule": "(self.rules.size() > 0 ? self.rules[0].matches.size() : 0) + (self.rules.size() > 1 ? self.rules[1].matches.size() : 0) <= 128"},
+        ]),
+    ));
+    let good = object(json!({"rules": [{
+        "matches": [{"path": {"type": "PathPrefix", "value": "/api"}}],
+        "filters": [{"type": "RequestRedirect", "requestRedirect": {"port": 8080}}],
+    }]}));
+    assert_eq!(messages(&v.validate(&good, None)), Vec::<String>::new());
+    let bad = object(json!({"rules": [{
+        "matches": [{"path": {"type": "Exact", "value": "api//x"}}],
+        "filters": [
+            {"type": "RequestRedirect"},
+            {"type": "URLRewrite", "requestRedirect": {}},
+        ],
+    }]}));
+    assert_eq!(
+        messages(&v.validate(&bad, None)),
+        [
+            "spec.rules[0].filters: Invalid value: \"array\": May specify either httpRouteFilterRequestRedirect or httpRouteFilterRequestRewrite, but not both",
+            "spec.rules[0].filters[0]: Invalid value: \"object\": filter.requestRedirect must be specified for RequestRedirect filter.type",
+            "spec.rules[0].filters[1]: Invalid value: \"object\": filter.requestRedirect must be nil if the filter.type is not RequestRedirect",
+            "spec.rules[0].matches[0].path: Invalid value: \"object\": value must be an absolute path and start with '/' when type one of ['Exact', 'PathPrefix']",
+            "spec.rules[0].matches[0].path: Invalid value: \"object\": must not contain '//' when type one of ['Exact', 'PathPrefix']",
+        ]
+    );
+}
