@@ -386,7 +386,9 @@ impl<'a> Checker<'a> {
             | "isSorted"
             | "hasValue"
             | "isURL" => Known::Bool,
-            "_+_" if arg_kinds.iter().all(|k| *k == Known::String) => Known::String,
+            // A sum with a string in it is a string; one with an unknown side may be one.
+            "_+_" if arg_kinds.contains(&Known::String) => Known::String,
+            "_+_" if arg_kinds.contains(&Known::Unknown) => Known::Unknown,
             "_+_" | "_-_" | "_*_" | "_/_" | "_%_" | "-_" | "size" | "int" | "uint" | "double"
             | "duration" | "timestamp" | "bytes" => Known::Other,
             "string" | "lowerAscii" | "upperAscii" | "trim" | "replace" | "substring"

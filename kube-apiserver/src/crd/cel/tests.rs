@@ -247,6 +247,10 @@ fn message_expression_gives_the_message() {
             "message": "static",
             "messageExpression": "'replicas is ' + string(self.replicas) + ', must be below 10'",
         }, {
+            "rule": "self.replicas < 15",
+            // The checker cannot type optional values: it must not refuse this.
+            "messageExpression": "'was ' + optional.of(self).value().name",
+        }, {
             "rule": "self.replicas < 20",
             "message": "below twenty",
             // Fails at run time (no such key): the static message is used.
@@ -258,6 +262,7 @@ fn message_expression_gives_the_message() {
         messages(&errs),
         [
             "spec: Invalid value: \"object\": replicas is 25, must be below 10",
+            "spec: Invalid value: \"object\": failed rule: self.replicas < 15",
             "spec: Invalid value: \"object\": below twenty",
         ]
     );
