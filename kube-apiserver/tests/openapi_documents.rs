@@ -4,11 +4,13 @@
 
 use api_types::registry::{self, Verb};
 use http_body_util::BodyExt;
+use kube_apiserver::openapi::custom::CustomDocuments;
 use kube_apiserver::openapi::serve;
 use serde_json::Value;
 
 async fn get(path: &str, accept: Option<&str>) -> (http::StatusCode, Option<String>, Value) {
-    let resp = serve(path, accept).unwrap_or_else(|| panic!("{path} is not an OpenAPI path"));
+    let resp = serve(path, accept, &CustomDocuments::default())
+        .unwrap_or_else(|| panic!("{path} is not an OpenAPI path"));
     let status = resp.status();
     let content_type = resp
         .headers()
@@ -85,7 +87,7 @@ async fn v3_root_indexes_every_group_version_with_its_hash() {
             let (path, hash) = url.split_once("?hash=").expect("hash in URL");
             assert_eq!(path, format!("/openapi/v3/{key}"));
             assert!(hash.len() >= 16 && hash.chars().all(|c| c.is_ascii_hexdigit()));
-            let resp = serve(path, None).expect("served");
+            let resp = serve(path, None, &CustomDocuments::default()).expect("served");
             let etag = resp.headers()[http::header::ETAG]
                 .to_str()
                 .unwrap()

@@ -50,6 +50,7 @@ impl Router {
             req.headers()
                 .get(http::header::ACCEPT)
                 .and_then(|v| v.to_str().ok()),
+            &self.state.custom_openapi,
         ) {
             return resp;
         }

@@ -286,7 +286,7 @@ fn metadata_is_optional(schema: &mut Value) {
 
 /// OpenAPI v3.0 ignores the siblings of `$ref`; upstream wraps the reference in `allOf` so the
 /// description (and anything else next to it) stays meaningful.
-fn wrap_ref_siblings(schema: &mut Map<String, Value>) {
+pub(crate) fn wrap_ref_siblings(schema: &mut Map<String, Value>) {
     if schema.len() < 2 || !matches!(schema.get("$ref"), Some(Value::String(_))) {
         return;
     }

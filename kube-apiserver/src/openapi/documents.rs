@@ -21,7 +21,8 @@ pub struct Encoded {
 }
 
 impl Encoded {
-    fn new(value: &Value) -> Encoded {
+    /// Encodes `value` and digests the bytes.
+    pub fn new(value: &Value) -> Encoded {
         let bytes = Bytes::from(serde_json::to_vec(value).unwrap_or_default());
         Encoded {
             hash: digest(&bytes),
@@ -97,14 +98,16 @@ fn info() -> Value {
     json!({"title": "Kubernetes", "version": GIT_VERSION})
 }
 
-fn render_paths(items: &[PathItem], flavor: Flavor) -> Map<String, Value> {
+/// The `paths` object of `items`.
+pub fn render_paths(items: &[PathItem], flavor: Flavor) -> Map<String, Value> {
     items
         .iter()
         .map(|item| (item.path.clone(), item.render(flavor)))
         .collect()
 }
 
-fn referenced(items: &[PathItem]) -> Vec<String> {
+/// The definitions the operations of `items` name.
+pub fn referenced(items: &[PathItem]) -> Vec<String> {
     items
         .iter()
         .flat_map(PathItem::referenced_definitions)
@@ -135,19 +138,29 @@ pub fn build_v3(defs: &Definitions) -> V3Documents {
         });
         documents.insert(key, Encoded::new(&doc));
     }
+    let root = root_of(documents.iter());
+    V3Documents { documents, root }
+}
+
+/// The v3 root listing `documents` (key under `/openapi/v3/` and document) with their hashes.
+pub fn root_of<'a>(documents: impl Iterator<Item = (&'a String, &'a Encoded)>) -> Encoded {
     let index: Map<String, Value> = documents
-        .iter()
         .map(|(key, doc)| {
             let url = format!("/openapi/v3/{key}?hash={}", doc.hash);
             (key.clone(), json!({"serverRelativeURL": url}))
         })
         .collect();
-    let root = Encoded::new(&json!({"paths": index}));
-    V3Documents { documents, root }
+    Encoded::new(&json!({"paths": index}))
 }
 
 /// Builds the Swagger 2.0 document of every path and definition.
 pub fn build_v2(defs: &Definitions) -> Encoded {
+    Encoded::new(&v2_value(defs))
+}
+
+/// The Swagger 2.0 document of every built-in path and definition, before encoding (the
+/// custom resources' paths and definitions are merged into it).
+pub fn v2_value(defs: &Definitions) -> Value {
     let mut paths = Map::new();
     let mut roots = BTreeSet::new();
     for items in all_path_items(defs).values() {
@@ -157,7 +170,7 @@ pub fn build_v2(defs: &Definitions) -> Encoded {
     // Every kind's definition, even one no path names, as upstream's v2 document has them.
     roots.extend(defs.schemas.keys().cloned());
     let names = defs.closure(roots.iter().map(String::as_str));
-    Encoded::new(&json!({
+    json!({
         "swagger": "2.0",
         "info": info(),
         "paths": paths,
@@ -171,7 +184,7 @@ pub fn build_v2(defs: &Definitions) -> Encoded {
             },
         },
         "security": [{"BearerToken": []}],
-    }))
+    })
 }
 
 #[cfg(test)]

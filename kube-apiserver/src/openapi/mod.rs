@@ -8,7 +8,8 @@
 //!
 //! Schemas come from k8s-openapi's `schemars` implementations (see [`definitions`]); paths from
 //! the registry (see [`paths`]). Everything is built on first use and then served as cached
-//! bytes, so server start-up does not pay for it.
+//! bytes, so server start-up does not pay for it. Custom resources add their own documents
+//! (see [`custom`]), rebuilt when CRDs change.
 
 pub mod custom;
 pub mod definitions;
@@ -22,6 +23,7 @@ pub mod schema_walk;
 
 use crate::http::response::{Body, full};
 use crate::http::status::ApiError;
+use custom::CustomDocuments;
 use definitions::Definitions;
 use documents::{Encoded, V3Documents};
 use http::{HeaderValue, Response, StatusCode, header};
@@ -52,15 +54,23 @@ pub fn v2_document() -> &'static Encoded {
 
 const JSON: &str = "application/json";
 
-/// Answers an OpenAPI request for `path` (without query) given the request's `Accept` header;
-/// `None` when `path` is not an OpenAPI path.
-pub fn serve(path: &str, accept: Option<&str>) -> Option<Response<Body>> {
+/// Answers an OpenAPI request for `path` (without query) given the request's `Accept` header,
+/// with the built-in documents and the custom resources' ones; `None` when `path` is not an
+/// OpenAPI path.
+pub fn serve(
+    path: &str,
+    accept: Option<&str>,
+    custom: &CustomDocuments,
+) -> Option<Response<Body>> {
     let path = path.trim_end_matches('/');
     if path == "/openapi/v2" {
         if !accepts_json(accept) {
             return Some(ApiError::not_acceptable(&[JSON]).into_response());
         }
-        return Some(document_response(v2_document()));
+        return Some(match custom.v2_document() {
+            Some(doc) => document_response(&doc),
+            None => document_response(v2_document()),
+        });
     }
     let rest = path.strip_prefix("/openapi/v3")?;
     if !(rest.is_empty() || rest.starts_with('/')) {
@@ -72,10 +82,16 @@ pub fn serve(path: &str, accept: Option<&str>) -> Option<Response<Body>> {
     let docs = v3_documents();
     let key = rest.trim_start_matches('/');
     if key.is_empty() {
-        return Some(document_response(&docs.root));
+        return Some(match custom.v3_root() {
+            Some(root) => document_response(&root),
+            None => document_response(&docs.root),
+        });
     }
-    Some(match docs.documents.get(key) {
-        Some(doc) => document_response(doc),
+    if let Some(doc) = docs.documents.get(key) {
+        return Some(document_response(doc));
+    }
+    Some(match custom.v3_document(key) {
+        Some(doc) => document_response(&doc),
         None => ApiError::path_not_found().into_response(),
     })
 }
@@ -128,8 +144,9 @@ mod tests {
 
     #[test]
     fn non_openapi_paths_are_left_alone() {
-        assert!(serve("/api/v1", None).is_none());
-        assert!(serve("/openapi/v3x", None).is_none());
+        let custom = CustomDocuments::default();
+        assert!(serve("/api/v1", None, &custom).is_none());
+        assert!(serve("/openapi/v3x", None, &custom).is_none());
     }
 
     #[test]
@@ -137,6 +154,7 @@ mod tests {
         let resp = serve(
             "/openapi/v2",
             Some("application/com.github.proto-openapi.spec.v2@v1.0+protobuf"),
+            &CustomDocuments::default(),
         );
         assert_eq!(resp.map(|r| r.status()), Some(StatusCode::NOT_ACCEPTABLE));
     }

@@ -36,7 +36,7 @@ pub const LIST_MEDIA: &[&str] = &[
 pub const WATCH_MEDIA: &[&str] = &["application/json", "application/json;stream=watch"];
 /// Media types of plain-text responses (logs).
 pub const TEXT_MEDIA: &[&str] = &["text/plain"];
-/// The patch formats PATCH accepts.
+/// The patch formats PATCH of a built-in resource accepts.
 pub const PATCH_MEDIA: &[&str] = &[
     "application/json-patch+json",
     "application/merge-patch+json",
@@ -48,8 +48,8 @@ pub const PATCH_MEDIA: &[&str] = &[
 pub enum Body {
     /// A whole object of the named definition (create, replace).
     Object(String),
-    /// A patch document.
-    Patch,
+    /// A patch document in one of the listed formats.
+    Patch(&'static [&'static str]),
     /// Optional DeleteOptions.
     DeleteOptions,
 }
@@ -132,7 +132,7 @@ impl Operation {
             (Flavor::V2, Some(body)) => {
                 let (schema, required) = match body {
                     Body::Object(name) => (flavor.reference(name), true),
-                    Body::Patch => (flavor.reference(meta::PATCH), true),
+                    Body::Patch(_) => (flavor.reference(meta::PATCH), true),
                     Body::DeleteOptions => (flavor.reference(meta::DELETE_OPTIONS), false),
                 };
                 let mut param = json!({"in": "body", "name": "body", "schema": schema});
@@ -141,7 +141,7 @@ impl Operation {
                 }
                 params.push(param);
                 let consumes: &[&str] = match body {
-                    Body::Patch => PATCH_MEDIA,
+                    Body::Patch(media) => media,
                     _ => &["*/*"],
                 };
                 out.insert("consumes".into(), json!(consumes));
@@ -149,7 +149,7 @@ impl Operation {
             (Flavor::V3, Some(body)) => {
                 let (media, schema, required): (&[&str], Value, bool) = match body {
                     Body::Object(name) => (&["*/*"], flavor.reference(name), true),
-                    Body::Patch => (PATCH_MEDIA, flavor.reference(meta::PATCH), true),
+                    Body::Patch(media) => (media, flavor.reference(meta::PATCH), true),
                     Body::DeleteOptions => {
                         (&["*/*"], flavor.reference(meta::DELETE_OPTIONS), false)
                     }
@@ -240,7 +240,7 @@ impl PathItem {
             }
             match &op.body {
                 Some(Body::Object(name)) => out.push(name.clone()),
-                Some(Body::Patch) => out.push(meta::PATCH.to_owned()),
+                Some(Body::Patch(_)) => out.push(meta::PATCH.to_owned()),
                 Some(Body::DeleteOptions) => out.push(meta::DELETE_OPTIONS.to_owned()),
                 None => {}
             }

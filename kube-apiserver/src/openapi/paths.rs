@@ -4,7 +4,8 @@
 
 use super::definitions::{Definitions, list_name, meta};
 use super::operation::{
-    Body, LIST_MEDIA, OBJECT_MEDIA, Operation, PathItem, Payload, TEXT_MEDIA, WATCH_MEDIA,
+    Body, LIST_MEDIA, OBJECT_MEDIA, Operation, PATCH_MEDIA, PathItem, Payload, TEXT_MEDIA,
+    WATCH_MEDIA,
 };
 use super::params::{self, Param};
 use api_types::registry::{self, ResourceInfo, Subresource, Verb};
@@ -20,13 +21,18 @@ const OK_CREATED_ACCEPTED: &[(&str, &str)] =
 const OK_ACCEPTED: &[(&str, &str)] = &[("200", "OK"), ("202", "Accepted")];
 
 /// Upstream's operation-id word for a group: `apps` -> `Apps`,
-/// `rbac.authorization.k8s.io` -> `RbacAuthorization`, core -> `Core`.
+/// `rbac.authorization.k8s.io` -> `RbacAuthorization`, core -> `Core`, `my-app.example.com`
+/// -> `MyAppExampleCom` (upstream's `ToValidOperationID`: anything but letters, digits and `_`
+/// starts a capitalised word).
 pub fn group_word(group: &str) -> String {
     if group.is_empty() {
         return "Core".to_owned();
     }
     let trimmed = group.strip_suffix(".k8s.io").unwrap_or(group);
-    trimmed.split('.').map(capitalize).collect()
+    trimmed
+        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .map(capitalize)
+        .collect()
 }
 
 /// The operation tag: `core_v1`, `apps_v1`, `rbacAuthorization_v1`.
@@ -57,18 +63,80 @@ pub fn prefix(group: &str, version: &str) -> String {
     }
 }
 
+/// What the operations of one resource are named and built from: a built-in resource's
+/// registry entry or a custom resource's CRD.
+#[derive(Debug, Clone, Copy)]
+pub struct ResourceShape<'a> {
+    pub group: &'a str,
+    pub version: &'a str,
+    pub kind: &'a str,
+    pub plural: &'a str,
+    pub namespaced: bool,
+    pub verbs: &'a [Verb],
+}
+
+impl ResourceShape<'_> {
+    fn supports(&self, verb: Verb) -> bool {
+        self.verbs.contains(&verb)
+    }
+}
+
+impl<'a> From<&'a ResourceInfo> for ResourceShape<'a> {
+    fn from(info: &'a ResourceInfo) -> Self {
+        ResourceShape {
+            group: info.group,
+            version: info.version,
+            kind: info.kind,
+            plural: info.plural,
+            namespaced: info.namespaced,
+            verbs: info.verbs,
+        }
+    }
+}
+
+/// A subresource with an object in and out (`status`, `scale`, `eviction`, ...), or `log`.
+#[derive(Debug, Clone, Copy)]
+struct SubresourceShape<'a> {
+    name: &'a str,
+    /// The group, version and kind of the subresource's object.
+    group: &'a str,
+    version: &'a str,
+    kind: &'a str,
+    verbs: &'a [Verb],
+}
+
+impl SubresourceShape<'_> {
+    fn supports(&self, verb: Verb) -> bool {
+        self.verbs.contains(&verb)
+    }
+}
+
 /// Everything needed to name and describe the operations of one resource.
 struct ResourceOps<'a> {
-    resource: &'a ResourceInfo,
+    resource: ResourceShape<'a>,
     /// Definition of the kind.
     schema: String,
     /// `AppsV1`.
     gv_word: String,
     tag: String,
     prefix: String,
+    /// The patch formats the resource's PATCH operations accept.
+    patch_media: &'static [&'static str],
 }
 
-impl ResourceOps<'_> {
+impl<'a> ResourceOps<'a> {
+    fn new(resource: ResourceShape<'a>, schema: String) -> Self {
+        let (group, version) = (resource.group, resource.version);
+        ResourceOps {
+            resource,
+            schema,
+            gv_word: format!("{}{}", group_word(group), capitalize(version)),
+            tag: tag(group, version),
+            prefix: prefix(group, version),
+            patch_media: PATCH_MEDIA,
+        }
+    }
+
     fn gvk(&self) -> Option<(String, String, String)> {
         Some((
             self.resource.group.to_owned(),
@@ -168,7 +236,7 @@ impl ResourceOps<'_> {
     }
 
     fn collection_item(&self) -> Option<PathItem> {
-        let r = self.resource;
+        let r = &self.resource;
         let kind = r.kind;
         let mut ops = Vec::new();
         if r.supports(Verb::List) {
@@ -210,7 +278,7 @@ impl ResourceOps<'_> {
     }
 
     fn object_item(&self) -> Option<PathItem> {
-        let r = self.resource;
+        let r = &self.resource;
         let kind = r.kind;
         let mut ops = Vec::new();
         if r.supports(Verb::Get) {
@@ -240,7 +308,7 @@ impl ResourceOps<'_> {
             ops.push(Operation {
                 action: Some("patch"),
                 params: params::patch(),
-                body: Some(Body::Patch),
+                body: Some(Body::Patch(self.patch_media)),
                 codes: OK_CREATED,
                 ..self.op(
                     "patch",
@@ -274,7 +342,7 @@ impl ResourceOps<'_> {
 
     /// `/watch/...` paths and, for namespaced resources, the all-namespaces list and watch.
     fn watch_and_cluster_items(&self) -> Vec<PathItem> {
-        let r = self.resource;
+        let r = &self.resource;
         let mut items = Vec::new();
         if r.supports(Verb::Watch) {
             items.push(PathItem {
@@ -290,14 +358,7 @@ impl ResourceOps<'_> {
                 operations: vec![self.watch(self.id("watch", ""), false)],
             });
         }
-        if r.namespaced && r.supports(Verb::List) {
-            let id = format!("list{}{}ForAllNamespaces", self.gv_word, r.kind);
-            items.push(PathItem {
-                path: format!("{}/{}", self.prefix, r.plural),
-                params: vec![params::pretty()],
-                operations: vec![self.list(id)],
-            });
-        }
+        items.extend(self.all_namespaces_list());
         if r.namespaced && r.supports(Verb::Watch) {
             let id = format!("watch{}{}ListForAllNamespaces", self.gv_word, r.kind);
             items.push(PathItem {
@@ -309,12 +370,49 @@ impl ResourceOps<'_> {
         items
     }
 
-    fn subresource_item(&self, sub: &Subresource, defs: &Definitions) -> Option<PathItem> {
+    /// For namespaced resources, the list across namespaces.
+    fn all_namespaces_list(&self) -> Option<PathItem> {
+        let r = &self.resource;
+        if !(r.namespaced && r.supports(Verb::List)) {
+            return None;
+        }
+        let id = format!("list{}{}ForAllNamespaces", self.gv_word, r.kind);
+        Some(PathItem {
+            path: format!("{}/{}", self.prefix, r.plural),
+            params: vec![params::pretty()],
+            operations: vec![self.list(id)],
+        })
+    }
+
+    /// The path of a built-in subresource; connect subresources and subresources whose kind
+    /// has no schema have none.
+    fn builtin_subresource_item(&self, sub: &Subresource, defs: &Definitions) -> Option<PathItem> {
         if CONNECT_SUBRESOURCES.contains(&sub.name) {
             return None;
         }
-        let r = self.resource;
-        let gv = sub.group_version.unwrap_or(r.group_version());
+        let (group, version) = sub
+            .group_version
+            .map_or((self.resource.group, self.resource.version), |gv| {
+                (gv.group, gv.version)
+            });
+        let schema = if sub.name == "log" {
+            String::new()
+        } else {
+            defs.name_of(group, version, sub.kind)?
+        };
+        let shape = SubresourceShape {
+            name: sub.name,
+            group,
+            version,
+            kind: sub.kind,
+            verbs: sub.verbs,
+        };
+        self.subresource_item(&shape, schema)
+    }
+
+    /// The path of a subresource whose object is the definition `schema` (unused for `log`).
+    fn subresource_item(&self, sub: &SubresourceShape, schema: String) -> Option<PathItem> {
+        let r = &self.resource;
         let suffix = capitalize(sub.name);
         let name = sub.name;
         let kind = r.kind;
@@ -332,11 +430,10 @@ impl ResourceOps<'_> {
                 )
             });
         } else {
-            let schema = defs.name_of(gv.group, gv.version, sub.kind)?;
             let sub_op = |method, id: String, description: String| Operation {
                 gvk: Some((
-                    gv.group.to_owned(),
-                    gv.version.to_owned(),
+                    sub.group.to_owned(),
+                    sub.version.to_owned(),
                     sub.kind.to_owned(),
                 )),
                 payload: Payload::Schema(schema.clone()),
@@ -382,7 +479,7 @@ impl ResourceOps<'_> {
                 ops.push(Operation {
                     action: Some("patch"),
                     params: params::patch(),
-                    body: Some(Body::Patch),
+                    body: Some(Body::Patch(self.patch_media)),
                     codes: OK_CREATED,
                     ..sub_op(
                         "patch",
@@ -438,19 +535,71 @@ pub fn group_version_paths(defs: &Definitions, group: &str, version: &str) -> Ve
         let Some(schema) = defs.name_of(group, version, resource.kind) else {
             continue;
         };
-        let ops = ResourceOps {
-            resource,
-            schema,
-            gv_word: gv_word.clone(),
-            tag: tag.clone(),
-            prefix: prefix.clone(),
-        };
+        let ops = ResourceOps::new(resource.into(), schema);
         items.extend(ops.collection_item());
         items.extend(ops.object_item());
         items.extend(ops.watch_and_cluster_items());
         for sub in resource.subresources {
-            items.extend(ops.subresource_item(sub, defs));
+            items.extend(ops.builtin_subresource_item(sub, defs));
         }
+    }
+    items
+}
+
+/// The patch formats a custom resource accepts: no strategic merge patch (kubectl's apply
+/// looks for it here to decide between a strategic and a JSON merge patch).
+pub const CUSTOM_PATCH_MEDIA: &[&str] = &[
+    "application/json-patch+json",
+    "application/merge-patch+json",
+    "application/apply-patch+yaml",
+];
+
+/// Verbs of the `status` subresource of a custom resource.
+const STATUS_VERBS: &[Verb] = &[Verb::Get, Verb::Patch, Verb::Update];
+
+/// The optional subresources of a custom resource version.
+#[derive(Debug, Clone, Default)]
+pub struct CustomSubresources {
+    /// `subresources.status` is set.
+    pub status: bool,
+    /// The definition of `autoscaling/v1` Scale when `subresources.scale` is set.
+    pub scale: Option<String>,
+}
+
+/// The paths of one custom resource version, laid out as upstream's CRD OpenAPI builder does:
+/// the collection (and, when namespaced, the list across namespaces), the object, and the
+/// `status`/`scale` subresources when enabled; no `/watch/` paths (watches are list calls
+/// with `watch=true`). `schema` is the definition of the kind.
+pub fn custom_resource_paths(
+    shape: ResourceShape<'_>,
+    schema: String,
+    subresources: &CustomSubresources,
+) -> Vec<PathItem> {
+    let mut ops = ResourceOps::new(shape, schema.clone());
+    ops.patch_media = CUSTOM_PATCH_MEDIA;
+    let mut items = Vec::new();
+    items.extend(ops.all_namespaces_list());
+    items.extend(ops.collection_item());
+    items.extend(ops.object_item());
+    if subresources.status {
+        let status = SubresourceShape {
+            name: "status",
+            group: shape.group,
+            version: shape.version,
+            kind: shape.kind,
+            verbs: STATUS_VERBS,
+        };
+        items.extend(ops.subresource_item(&status, schema));
+    }
+    if let Some(scale) = &subresources.scale {
+        let sub = SubresourceShape {
+            name: "scale",
+            group: "autoscaling",
+            version: "v1",
+            kind: "Scale",
+            verbs: STATUS_VERBS,
+        };
+        items.extend(ops.subresource_item(&sub, scale.clone()));
     }
     items
 }

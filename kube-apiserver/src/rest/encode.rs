@@ -4,6 +4,8 @@
 use crate::http::negotiation::{Conversion, Encoding, MediaType};
 use crate::http::response::{Body, full};
 use crate::http::status::ApiError;
+use crate::rest::state::ResourceEntry;
+use crate::tables::custom::CustomPrinter;
 use crate::tables::{IncludeObject, TableOptions, to_table};
 use api_types::registry::ResourceInfo;
 use http::{HeaderValue, Response, StatusCode, header};
@@ -43,13 +45,32 @@ fn partial_metadata(object: &Value, version: &str) -> Value {
     })
 }
 
-/// Converts `body` (an object, or a list when `list` is given) as `media` asks.
+/// Converts `body` (an object, or a list when `list` is given) as `media` asks; Tables with
+/// the built-in printer of `info`.
 pub fn convert(
     info: &ResourceInfo,
     body: Value,
     list: Option<&ListMeta>,
     media: &MediaType,
     include_object: IncludeObject,
+) -> Value {
+    convert_with(info, body, list, media, include_object, None)
+}
+
+/// The printer of a custom resource's Tables (its CRD's printer columns); `None` for
+/// built-in resources.
+pub fn printer_of(entry: &ResourceEntry) -> Option<&CustomPrinter> {
+    entry.custom.as_deref().map(|custom| &*custom.printer)
+}
+
+/// [`convert`], with Tables printed by `printer` when given (custom resources).
+pub fn convert_with(
+    info: &ResourceInfo,
+    body: Value,
+    list: Option<&ListMeta>,
+    media: &MediaType,
+    include_object: IncludeObject,
+    printer: Option<&CustomPrinter>,
 ) -> Value {
     match media.conversion {
         Conversion::Table { version } => {
@@ -64,7 +85,10 @@ pub fn convert(
                 options.continue_token = meta.continue_token.clone();
                 options.remaining_item_count = meta.remaining_item_count;
             }
-            let mut table = to_table(info.group, info.plural, &objects, &options);
+            let mut table = match printer {
+                Some(printer) => printer.to_table(&objects, &options),
+                None => to_table(info.group, info.plural, &objects, &options),
+            };
             table["apiVersion"] = json!(format!("meta.k8s.io/{version}"));
             table
         }

@@ -12,6 +12,7 @@ mod columns;
 mod core;
 pub mod custom;
 pub mod format;
+pub mod jsonpath;
 mod network;
 mod pods;
 
@@ -119,20 +120,27 @@ pub fn to_table(group: &str, resource: &str, objects: &[Value], opts: &TableOpti
     });
     let rows: Vec<Value> = objects
         .iter()
-        .map(|obj| {
-            let row = (printer.row)(obj, opts.now);
-            let mut out = Map::new();
-            out.insert("cells".into(), Value::Array(row.cells));
-            if let Some(conditions) = row.conditions {
-                out.insert("conditions".into(), conditions);
-            }
-            if let Some(object) = row_object(obj, opts.include_object) {
-                out.insert("object".into(), object);
-            }
-            Value::Object(out)
-        })
+        .map(|obj| row_value((printer.row)(obj, opts.now), obj, opts.include_object))
         .collect();
+    let columns = printer.columns.iter().map(Column::definition).collect();
+    table_value(columns, rows, opts)
+}
 
+/// One row of a table: its cells, conditions and what `includeObject` asks of `obj`.
+fn row_value(row: Row, obj: &Value, include: IncludeObject) -> Value {
+    let mut out = Map::new();
+    out.insert("cells".into(), Value::Array(row.cells));
+    if let Some(conditions) = row.conditions {
+        out.insert("conditions".into(), conditions);
+    }
+    if let Some(object) = row_object(obj, include) {
+        out.insert("object".into(), object);
+    }
+    Value::Object(out)
+}
+
+/// The `Table` of `columns` (definitions) and `rows`, with the list metadata of `opts`.
+fn table_value(columns: Vec<Value>, rows: Vec<Value>, opts: &TableOptions) -> Value {
     let mut metadata = Map::new();
     if let Some(rv) = &opts.resource_version {
         metadata.insert("resourceVersion".into(), rv.clone().into());
@@ -147,7 +155,7 @@ pub fn to_table(group: &str, resource: &str, objects: &[Value], opts: &TableOpti
         "kind": "Table",
         "apiVersion": "meta.k8s.io/v1",
         "metadata": metadata,
-        "columnDefinitions": printer.columns.iter().map(Column::definition).collect::<Vec<_>>(),
+        "columnDefinitions": columns,
         "rows": rows,
     })
 }
