@@ -259,8 +259,12 @@ fn last_index_of<'b, 'v>(args: Args<'b, 'v>) -> Ret<'b, 'v> {
     position(args, true)
 }
 
-/// How many compiled patterns are kept; past it the cache starts over.
-const REGEX_CACHE_SIZE: usize = 512;
+/// How many compiled patterns are kept; past it the cache starts over. Patterns may come
+/// from the data (`self.a.matches(self.b)`), so both this and each pattern's size are bounded.
+const REGEX_CACHE_SIZE: usize = 128;
+
+/// The most memory one compiled pattern may take.
+const REGEX_SIZE_LIMIT: usize = 1 << 20;
 
 /// `pattern` compiled, from a process-wide cache: rules apply the same few patterns to every
 /// item of every object, and compiling is what costs.
@@ -270,7 +274,10 @@ fn regex(pattern: &str, function: &str) -> Result<Arc<regex::Regex>, ExecutionEr
     if let Some(re) = cache.lock().get(pattern) {
         return Ok(re.clone());
     }
-    let re = Arc::new(regex::Regex::new(pattern).map_err(|e| {
+    let compiled = regex::RegexBuilder::new(pattern)
+        .size_limit(REGEX_SIZE_LIMIT)
+        .build();
+    let re = Arc::new(compiled.map_err(|e| {
         ExecutionError::function_error(function, format!("error parsing regexp: {e}"))
     })?);
     let mut cache = cache.lock();
