@@ -10,6 +10,11 @@
 //! - A failure unchanged from the old object is dropped (upstream's ratcheting), unless the
 //!   rule is a transition rule.
 //! - Work is bounded: see `cost.rs`.
+//!
+//! Not done (upstream does): rules inside `allOf`/`anyOf`/`oneOf`; `set` and `map` lists
+//! compare in order (upstream ignores order) and `+` on them concatenates; no cost estimate
+//! refuses a rule when the CRD is written (only the run-time bound); the `semver` and
+//! authorizer libraries; ratcheted failures are dropped, not returned as warnings.
 
 mod check;
 mod comprehensions;
