@@ -11,7 +11,7 @@
 //!   rule is a transition rule.
 //! - Work is bounded: see `cost.rs`.
 //!
-//! Not done (upstream does): rules inside `allOf`/`anyOf`/`oneOf`; `set` and `map` lists
+//! Not done (upstream does): `set` and `map` lists
 //! compare in order (upstream ignores order) and `+` on them concatenates; no cost estimate
 //! refuses a rule when the CRD is written (only the run-time bound); the `semver` and
 //! authorizer libraries; ratcheted failures are dropped, not returned as warnings.
@@ -90,8 +90,8 @@ fn attach_rules(
         uncorrelatable,
     };
     let rules = rule::compile_rules(schema, &site, errs);
-    let mut has_rules = !rules.is_empty();
-    node.rules = rules;
+    node.rules.extend(rules);
+    let mut has_rules = node.has_rules || !node.rules.is_empty();
     let correlates_items = node.correlates_items();
     if let Some(props) = schema.get("properties").and_then(Value::as_object) {
         for (name, prop_schema) in props {
@@ -125,6 +125,14 @@ fn attach_rules(
         has_rules |= values.has_rules;
     }
     node.has_rules = has_rules;
+    // Rules inside allOf apply to the same value, and their properties' rules to the same
+    // children (those on the schema's structural spine).
+    if let Some(all_of) = schema.get("allOf").and_then(Value::as_array) {
+        for (i, entry) in all_of.iter().enumerate() {
+            let at = path.child("allOf").index(i);
+            attach_rules(node, entry, &at, resource, uncorrelatable, errs);
+        }
+    }
 }
 
 /// One validation of one object.

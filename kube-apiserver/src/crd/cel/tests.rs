@@ -708,3 +708,38 @@ fn gateway_api_style_rules() {
         ]
     );
 }
+
+#[test]
+fn rules_inside_all_of_apply_to_the_same_values() {
+    let schema = json!({
+        "type": "object",
+        "properties": {"spec": {
+            "type": "object",
+            "properties": {"min": {"type": "integer"}, "max": {"type": "integer"}},
+            "allOf": [{
+                "x-kubernetes-validations": [{"rule": "self.min <= self.max", "message": "min above max"}],
+                "properties": {"min": {"x-kubernetes-validations": [{"rule": "self >= 0", "message": "negative"}]}},
+            }],
+        }},
+    });
+    let v = compile(schema);
+    assert!(
+        v.validate(&object(json!({"min": 1, "max": 2})), None)
+            .is_empty()
+    );
+    assert_eq!(
+        messages(&v.validate(&object(json!({"min": -3, "max": -5})), None)),
+        [
+            "spec: Invalid value: \"object\": min above max",
+            "spec.min: Invalid value: \"integer\": negative",
+        ]
+    );
+    let errs = compile_errors(json!({
+        "type": "object",
+        "properties": {"spec": {"type": "object", "allOf": [{"x-kubernetes-validations": [{"rule": "self.nope"}]}]}},
+    }));
+    assert!(
+        errs[0].starts_with("spec.versions[0].schema.openAPIV3Schema.properties[spec].allOf[0].x-kubernetes-validations[0].rule: "),
+        "{errs:?}"
+    );
+}
