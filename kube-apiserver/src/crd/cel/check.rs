@@ -4,7 +4,9 @@
 //! facts the evaluation needs (does the rule use `oldSelf`, how deeply it loops).
 //!
 //! The `cel` crate has no type checker: this is a partial one, sure of what it reports and
-//! silent where it cannot tell (a comprehension variable's type, a function's result).
+//! silent where it cannot tell (a function's result, an optional's value, data kept by
+//! untyped nodes). Comprehension variables over the schema's lists and maps, and bindings,
+//! take the type of the items or values they stand for.
 
 use super::escape::escape;
 use super::node::Node;
