@@ -22,6 +22,18 @@ pub(super) struct Facts {
     pub loop_depth: u32,
     /// How many nodes the expression has.
     pub size: u64,
+    /// `==`/`!=` calls (by expression id) comparing `set` or `map` lists, which compare
+    /// regardless of order (see `unordered.rs`).
+    pub unordered_equalities: Vec<(u64, Unordered)>,
+}
+
+/// How a list compares regardless of order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Unordered {
+    /// `x-kubernetes-list-type: set`: the same elements.
+    Set,
+    /// `x-kubernetes-list-type: map`: the same items by these keys.
+    Map(Vec<String>),
 }
 
 /// The type an expression surely has, where the checker can tell.
@@ -360,6 +372,15 @@ impl<'a> Checker<'a> {
         for arg in &call.args {
             arg_kinds.push(self.walk(arg, depth));
         }
+        if matches!(name, "_==_" | "_!=_") && call.args.len() == 2 {
+            let unordered = call.args.iter().find_map(|a| match self.place(a) {
+                Some(Place::Node(n, _)) => unordered(n),
+                _ => None,
+            });
+            if let Some(kind) = unordered {
+                self.facts.unordered_equalities.push((id, kind));
+            }
+        }
         let full = namespaced.as_deref().unwrap_or(name);
         let operator = name.starts_with('_') || name.starts_with('@') || name.starts_with("!_");
         if !operator && !FUNCTIONS.contains(&full) && !super::format::FUNCTION_NAMES.contains(&full)
@@ -512,6 +533,15 @@ fn can_have_any_field(n: &Node, resource: bool, field: &str) -> bool {
     // Fields an object keeps through x-kubernetes-preserve-unknown-fields are not visible to
     // rules (upstream's documented limit); only a node of no type at all is dynamic.
     n.ty.is_empty() && n.properties.is_empty()
+}
+
+/// How lists of `n` compare, when not in order.
+fn unordered(n: &Node) -> Option<Unordered> {
+    match n.list_type.as_deref() {
+        Some("set") => Some(Unordered::Set),
+        Some("map") if !n.list_map_keys.is_empty() => Some(Unordered::Map(n.list_map_keys.clone())),
+        _ => None,
+    }
 }
 
 fn is_scalar(n: &Node) -> bool {

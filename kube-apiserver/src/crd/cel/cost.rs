@@ -73,11 +73,13 @@ mod tests {
             uses_old_self: false,
             loop_depth: 1,
             size: 12,
+            ..Facts::default()
         };
         let nested = Facts {
             uses_old_self: false,
             loop_depth: 2,
             size: 20,
+            ..Facts::default()
         };
         assert!(price(&flat, size) < PER_CALL_LIMIT);
         assert!(price(&nested, size) > PER_CALL_LIMIT);
@@ -85,6 +87,7 @@ mod tests {
             uses_old_self: false,
             loop_depth: 40,
             size: 20,
+            ..Facts::default()
         };
         assert_eq!(price(&deep, size), u64::MAX);
     }

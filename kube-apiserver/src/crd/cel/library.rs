@@ -34,6 +34,7 @@ fn build() -> Result<Env, cel::DeclarationError> {
     env.add_macro(Macro::receiver("bind", 3, bind_macro))?;
     env.add_extension(super::comprehensions::register)?;
     env.add_extension(super::format::register)?;
+    env.add_extension(super::unordered::register)?;
     env.add_overload(
         "matches",
         "matches",

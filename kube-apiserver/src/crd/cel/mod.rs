@@ -11,8 +11,7 @@
 //!   rule is a transition rule.
 //! - Work is bounded: see `cost.rs`.
 //!
-//! Not done (upstream does): `set` and `map` lists
-//! compare in order (upstream ignores order) and `+` on them concatenates; no cost estimate
+//! Not done (upstream does): `+` on `set` and `map` lists concatenates (upstream merges); no cost estimate
 //! refuses a rule when the CRD is written (only the run-time bound); the `semver` and
 //! authorizer libraries; ratcheted failures are dropped, not returned as warnings.
 
@@ -27,6 +26,7 @@ mod net;
 mod node;
 mod quantity;
 mod rule;
+mod unordered;
 mod value;
 
 use api_types::validation::{BadValue, ErrorList, ErrorType, FieldError, FieldPath};
@@ -240,7 +240,7 @@ impl Run {
                 return;
             }
             let vars = values.for_rule(rule);
-            match evaluate(&rule.program, &vars) {
+            match evaluate(rule.expression(), &vars) {
                 Outcome::Pass => continue,
                 Outcome::Error(e) => {
                     let detail = if e.starts_with("no such overload") {
@@ -394,10 +394,10 @@ impl Vars<'_> {
     }
 }
 
-fn evaluate(program: &cel::Program, vars: &Vars<'_>) -> Outcome {
+fn evaluate(expr: &cel::IdedExpr, vars: &Vars<'_>) -> Outcome {
     let ctx = vars.context();
     // The interpreter is not ours: a panic in it fails the rule, never the request.
-    match catch_unwind(AssertUnwindSafe(|| program.execute(&ctx))) {
+    match catch_unwind(AssertUnwindSafe(|| CelValue::resolve(expr, &ctx))) {
         Ok(Ok(CelValue::Bool(true))) => Outcome::Pass,
         Ok(Ok(CelValue::Bool(false))) => Outcome::Fail,
         Ok(Ok(other)) => Outcome::Error(format!(

@@ -5,6 +5,7 @@ use super::check::{self, Facts, Known};
 use super::field_path::{self, Step};
 use super::library;
 use super::node::Node;
+use super::unordered;
 use api_types::validation::{BadValue, ErrorList, ErrorType, FieldError, FieldPath, go_quote};
 use serde_json::Value;
 
@@ -75,6 +76,8 @@ impl RawRule {
 pub(super) struct CompiledRule {
     pub raw: RawRule,
     pub program: cel::Program,
+    /// The program's expression rewritten for unordered list equality, when it has any.
+    pub rewritten: Option<cel::IdedExpr>,
     pub facts: Facts,
     pub message_program: Option<(cel::Program, Facts)>,
     pub reason: ErrorType,
@@ -83,6 +86,13 @@ pub(super) struct CompiledRule {
 }
 
 impl CompiledRule {
+    /// What to evaluate.
+    pub fn expression(&self) -> &cel::IdedExpr {
+        self.rewritten
+            .as_ref()
+            .unwrap_or_else(|| self.program.expression())
+    }
+
     /// Whether the rule reads `oldSelf` (a transition rule).
     pub fn uses_old_self(&self) -> bool {
         self.facts.uses_old_self
@@ -321,9 +331,12 @@ fn compile_one(
         Some("FieldValueDuplicate") => ErrorType::Duplicate,
         _ => ErrorType::Invalid,
     };
+    let rewritten = (!facts.unordered_equalities.is_empty())
+        .then(|| unordered::rewrite(program.expression(), &facts.unordered_equalities));
     Some(CompiledRule {
         raw,
         program,
+        rewritten,
         facts,
         message_program,
         reason,

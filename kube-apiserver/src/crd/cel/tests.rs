@@ -743,3 +743,49 @@ fn rules_inside_all_of_apply_to_the_same_values() {
         "{errs:?}"
     );
 }
+
+#[test]
+fn set_and_map_lists_compare_regardless_of_order() {
+    let v = compile(spec_schema(
+        json!({
+            "tags": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"},
+                "x-kubernetes-validations": [{"rule": "self == oldSelf", "message": "tags are immutable"}]},
+            "ports": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
+                "items": {"type": "object", "properties": {"name": {"type": "string"}, "port": {"type": "integer"}}}},
+            "order": {"type": "array", "items": {"type": "string"}},
+        }),
+        json!([
+            {"rule": "self.ports == oldSelf.ports", "message": "ports are immutable"},
+            {"rule": "!(self.order != oldSelf.order)", "message": "order is immutable"},
+            {"rule": "!(self.tags != oldSelf.tags)", "message": "tags differ"},
+        ]),
+    ));
+    let old = object(json!({
+        "tags": ["a", "b"],
+        "ports": [{"name": "x", "port": 1}, {"name": "y", "port": 2}],
+        "order": ["a", "b"],
+    }));
+    let reordered = object(json!({
+        "tags": ["b", "a"],
+        "ports": [{"name": "y", "port": 2}, {"name": "x", "port": 1}],
+        "order": ["a", "b"],
+    }));
+    assert_eq!(
+        messages(&v.validate(&reordered, Some(&old))),
+        Vec::<String>::new()
+    );
+    let changed = object(json!({
+        "tags": ["a", "c"],
+        "ports": [{"name": "y", "port": 3}, {"name": "x", "port": 1}],
+        "order": ["b", "a"],
+    }));
+    assert_eq!(
+        messages(&v.validate(&changed, Some(&old))),
+        [
+            "spec: Invalid value: \"object\": ports are immutable",
+            "spec: Invalid value: \"object\": order is immutable",
+            "spec: Invalid value: \"object\": tags differ",
+            "spec.tags: Invalid value: \"array\": tags are immutable",
+        ]
+    );
+}
