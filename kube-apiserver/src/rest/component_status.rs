@@ -112,18 +112,21 @@ impl Outcome {
         }
     }
 
-    /// The `ComponentStatus` object of component `name`.
+    /// The `ComponentStatus` object of component `name` (empty message and error omitted, as
+    /// upstream's `omitempty` fields are).
     pub fn object(&self, name: &str) -> Value {
+        let mut condition = json!({"type": "Healthy", "status": self.status});
+        if !self.message.is_empty() {
+            condition["message"] = json!(self.message);
+        }
+        if !self.error.is_empty() {
+            condition["error"] = json!(self.error);
+        }
         json!({
             "kind": "ComponentStatus",
             "apiVersion": "v1",
             "metadata": {"name": name},
-            "conditions": [{
-                "type": "Healthy",
-                "status": self.status,
-                "message": self.message,
-                "error": self.error,
-            }],
+            "conditions": [condition],
         })
     }
 }
@@ -366,7 +369,12 @@ mod tests {
         assert_eq!(
             object,
             json!({"kind": "ComponentStatus", "apiVersion": "v1", "metadata": {"name": "etcd-0"},
-                   "conditions": [{"type": "Healthy", "status": "True", "message": "ok", "error": ""}]})
+                   "conditions": [{"type": "Healthy", "status": "True", "message": "ok"}]})
+        );
+        let failed = Outcome::failed("", "etcdserver: request timed out").object("etcd-0");
+        assert_eq!(
+            failed["conditions"][0],
+            json!({"type": "Healthy", "status": "False", "error": "etcdserver: request timed out"})
         );
         let names: Vec<String> = components().into_iter().map(|(n, _)| n).collect();
         assert_eq!(names, ["scheduler", "controller-manager", "etcd-0"]);
