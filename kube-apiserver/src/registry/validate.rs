@@ -14,6 +14,9 @@ use serde_json::Value;
 /// Applies upstream's defaults for the kind (or a custom resource's schema defaults); a kind
 /// api-types does not know is left as is.
 pub fn default(strategy: &Strategy, object: &mut Value) -> Result<(), ErrorList> {
+    if is_crd(strategy.info) {
+        crate::crd::validation::default_crd(object);
+    }
     if let Some(schema) = strategy.custom.as_ref().and_then(|c| c.schema.as_ref()) {
         schema.apply_defaults(object);
         return Ok(());
@@ -22,6 +25,12 @@ pub fn default(strategy: &Strategy, object: &mut Value) -> Result<(), ErrorList>
     api_types::defaults::default_object(info.group, info.version, info.kind, object)
         .map(|_| ())
         .map_err(|err| one_error(&err.to_string()))
+}
+
+/// CustomResourceDefinitions get upstream's CRD defaulting and validation on top of the
+/// object-meta checks.
+fn is_crd(info: &ResourceInfo) -> bool {
+    info.group == "apiextensions.k8s.io" && info.plural == "customresourcedefinitions"
 }
 
 /// How the kind's names are checked: RBAC names only need to be a path segment (upstream's
@@ -37,6 +46,9 @@ fn name_validator(info: &ResourceInfo) -> api_types::validation::NameValidator {
 /// Validation on create.
 pub fn on_create(strategy: &Strategy, object: &Value) -> ErrorList {
     let mut errs = builtin_on_create(strategy.info, object);
+    if is_crd(strategy.info) {
+        errs.append(crate::crd::validation::validate_crd(object, None));
+    }
     if let Some(custom) = &strategy.custom {
         errs.append(custom.validate(object, None));
     }
@@ -61,6 +73,9 @@ fn builtin_on_create(info: &ResourceInfo, object: &Value) -> ErrorList {
 /// Validation on update of `old` to `new`.
 pub fn on_update(strategy: &Strategy, new: &Value, old: &Value) -> ErrorList {
     let mut errs = builtin_on_update(strategy.info, new, old);
+    if is_crd(strategy.info) {
+        errs.append(crate::crd::validation::validate_crd(new, Some(old)));
+    }
     if let Some(custom) = &strategy.custom {
         errs.append(custom.validate(new, Some(old)));
     }
