@@ -48,6 +48,13 @@ const ATOMIC_STRUCTS: &[&str] = &[
     "io.k8s.api.core.v1.SecretProjection",
 ];
 
+/// Built-in map fields upstream marks `+mapType=atomic`: (definition, field).
+const ATOMIC_FIELDS: &[(&str, &str)] = &[
+    ("io.k8s.api.core.v1.ServiceSpec", "selector"),
+    ("io.k8s.api.core.v1.PodSpec", "nodeSelector"),
+    ("io.k8s.api.core.v1.ReplicationControllerSpec", "selector"),
+];
+
 /// A point in a schema: the (resolved) JSON schema there, or none (deduce from the value).
 #[derive(Clone, Copy)]
 pub struct Node<'a> {
@@ -56,6 +63,8 @@ pub struct Node<'a> {
     defs: Option<&'a Definitions>,
     /// The definition was named atomic (a `$ref` to one of [`ATOMIC_STRUCTS`]).
     atomic: bool,
+    /// The name of the built-in definition the schema is, if it came through a `$ref`.
+    definition: Option<&'a str>,
 }
 
 /// How a list is merged.
@@ -96,6 +105,7 @@ impl<'a> ApplySchema<'a> {
                     schema,
                     defs: Some(defs),
                     atomic: false,
+                    definition: None,
                 }
                 .resolved()
             }
@@ -103,6 +113,7 @@ impl<'a> ApplySchema<'a> {
                 schema: Some(schema),
                 defs: Some(crate::openapi::definitions()),
                 atomic: false,
+                definition: None,
             },
             ApplySchema::Untyped => Node::deduced(),
         }
@@ -116,6 +127,7 @@ impl<'a> Node<'a> {
             schema: None,
             defs: None,
             atomic: false,
+            definition: None,
         }
     }
 
@@ -124,6 +136,7 @@ impl<'a> Node<'a> {
             schema,
             defs: self.defs,
             atomic: false,
+            definition: None,
         }
         .resolved()
     }
@@ -146,6 +159,7 @@ impl<'a> Node<'a> {
                 Some(name) => {
                     self.atomic |= ATOMIC_STRUCTS.contains(&name);
                     self.schema = defs.schemas.get(name);
+                    self.definition = defs.schemas.get_key_value(name).map(|(k, _)| k.as_str());
                 }
                 None => return self,
             }
@@ -241,7 +255,11 @@ impl<'a> Node<'a> {
             {
                 return (self.with(Some(meta)), true);
             }
-            return (self.with(Some(property)), true);
+            let mut node = self.with(Some(property));
+            node.atomic |= self
+                .definition
+                .is_some_and(|d| ATOMIC_FIELDS.contains(&(d, name)));
+            return (node, true);
         }
         match schema.get("additionalProperties") {
             Some(items @ Value::Object(_)) => (self.with(Some(items)), false),
@@ -362,6 +380,14 @@ mod tests {
         assert_eq!(app.shape(&json!("x")), Shape::Leaf);
         let selector = deployment().field("spec").0.field("selector").0;
         assert_eq!(selector.shape(&json!({"matchLabels": {}})), Shape::Leaf);
+        let service = ApplySchema::BuiltIn {
+            group: "",
+            version: "v1",
+            kind: "Service",
+        }
+        .root();
+        let selector = service.field("spec").0.field("selector").0;
+        assert_eq!(selector.shape(&json!({"app": "x"})), Shape::Leaf);
         let finalizers = meta.field("finalizers").0;
         assert_eq!(finalizers.shape(&json!(["a"])), Shape::List(ListKind::Set));
     }
