@@ -22,8 +22,8 @@ pub(super) struct Facts {
     pub loop_depth: u32,
     /// How many nodes the expression has.
     pub size: u64,
-    /// `==`/`!=` calls (by expression id) comparing `set` or `map` lists, which compare
-    /// regardless of order (see `unordered.rs`).
+    /// `==`, `!=` and `+` calls (by expression id) on `set` or `map` lists, which compare
+    /// regardless of order and merge when added (see `unordered.rs`).
     pub unordered_equalities: Vec<(u64, Unordered)>,
 }
 
@@ -372,7 +372,7 @@ impl<'a> Checker<'a> {
         for arg in &call.args {
             arg_kinds.push(self.walk(arg, depth));
         }
-        if matches!(name, "_==_" | "_!=_") && call.args.len() == 2 {
+        if matches!(name, "_==_" | "_!=_" | "_+_") && call.args.len() == 2 {
             let unordered = call.args.iter().find_map(|a| match self.place(a) {
                 Some(Place::Node(n, _)) => unordered(n),
                 _ => None,

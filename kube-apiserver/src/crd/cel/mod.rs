@@ -11,9 +11,11 @@
 //!   rule is a transition rule.
 //! - Work is bounded: see `cost.rs`.
 //!
-//! Not done (upstream does): `+` on `set` and `map` lists concatenates (upstream merges); no cost estimate
-//! refuses a rule when the CRD is written (only the run-time bound); the `semver` and
-//! authorizer libraries; ratcheted failures are dropped, not returned as warnings.
+//! - `set` and `map` lists compare regardless of order and merge on `+` (`unordered.rs`).
+//!
+//! Not done (upstream does): no cost estimate refuses a rule when the CRD is written (only
+//! the run-time bound); the `semver` and authorizer libraries; ratcheted failures are
+//! dropped, not returned as warnings.
 
 mod check;
 mod comprehensions;

@@ -758,6 +758,9 @@ fn set_and_map_lists_compare_regardless_of_order() {
             {"rule": "self.ports == oldSelf.ports", "message": "ports are immutable"},
             {"rule": "!(self.order != oldSelf.order)", "message": "order is immutable"},
             {"rule": "!(self.tags != oldSelf.tags)", "message": "tags differ"},
+            // `+` merges: a set gains only what it lacks, a map list replaces by key.
+            {"rule": "(self.tags + ['a', 'z']).size() <= 3"},
+            {"rule": "(self.ports + [{'name': 'x', 'port': 9}]).size() == self.ports.size() + (self.ports.exists(p, p.name == 'x') ? 0 : 1)"},
         ]),
     ));
     let old = object(json!({

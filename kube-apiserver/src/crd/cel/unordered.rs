@@ -1,6 +1,8 @@
-//! Equality of `set` and `map` lists regardless of order, as upstream's list values compare:
-//! the checker marks each `==`/`!=` whose operand is such a list, and the rule's expression
-//! is rewritten to call `@unordered_equals(a, b, keys)` there (keys empty for sets).
+//! `set` and `map` lists as upstream's list values behave: they compare regardless of order,
+//! and `+` merges (a set adds the elements it lacks; a map list replaces the items whose keys
+//! it already has and appends the others). The checker marks each `==`, `!=` and `+` whose
+//! operand is such a list, and the rule's expression is rewritten to call
+//! `@unordered_equals(a, b, keys)` or `@unordered_add(a, b, keys)` there (no keys for sets).
 
 use super::check::Unordered;
 use super::escape::escape;
@@ -10,15 +12,22 @@ use cel::common::value::{CowVal, Val};
 use cel::{DeclarationError, Env, ExecutionError, Value};
 use std::collections::HashMap;
 
-const FUNCTION: &str = "@unordered_equals";
+const EQUALS: &str = "@unordered_equals";
+const ADD: &str = "@unordered_add";
 
 /// Declares the comparison the rewritten expressions call.
 pub(super) fn register(env: &mut Env) -> Result<(), DeclarationError> {
     env.add_overload(
-        FUNCTION,
+        EQUALS,
         "unordered_equals",
         vec![DYN_TYPE, DYN_TYPE, LIST_TYPE],
         unordered_equals,
+    )?;
+    env.add_overload(
+        ADD,
+        "unordered_add",
+        vec![DYN_TYPE, DYN_TYPE, LIST_TYPE],
+        unordered_add,
     )
 }
 
@@ -61,13 +70,14 @@ fn visit(e: &mut IdedExpr, marks: &HashMap<u64, &Unordered>, next_id: &mut u64) 
                     .collect(),
             };
             let negate = call.func_name == "_!=_";
+            let function = if call.func_name == "_+_" { ADD } else { EQUALS };
             let mut args = std::mem::take(&mut call.args);
             args.push(IdedExpr {
                 id: fresh(next_id),
                 expr: Expr::List(ListExpr::new(keys)),
             });
             let equals = Expr::Call(CallExpr {
-                func_name: FUNCTION.to_string(),
+                func_name: function.to_string(),
                 target: None,
                 args,
             });
@@ -144,6 +154,38 @@ fn unordered_equals<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>,
         _ => a == b,
     };
     Ok(CowVal::Owned(Box::<dyn Val>::try_from(Value::Bool(equal))?))
+}
+
+fn unordered_add<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    let vals: Vec<Value> = args
+        .iter()
+        .map(|a| Value::try_from(a.as_ref()))
+        .collect::<Result<_, _>>()?;
+    let [a, b, keys] = <[Value; 3]>::try_from(vals)
+        .map_err(|v| ExecutionError::invalid_argument_count(3, v.len()))?;
+    let sum = match (a, b, &keys) {
+        (Value::List(a), Value::List(b), Value::List(keys)) => {
+            let mut out: Vec<Value> = a.as_ref().clone();
+            for item in b.iter() {
+                let same = |x: &Value| {
+                    if keys.is_empty() {
+                        x == item
+                    } else {
+                        keys.iter().all(|k| field(x, k) == field(item, k))
+                    }
+                };
+                match out.iter().position(same) {
+                    // A set keeps its element; a map list takes the newer item in place.
+                    Some(i) if !keys.is_empty() => out[i] = item.clone(),
+                    Some(_) => {}
+                    None => out.push(item.clone()),
+                }
+            }
+            Value::List(std::sync::Arc::new(out))
+        }
+        (a, b, _) => (a + b)?,
+    };
+    Ok(CowVal::Owned(Box::<dyn Val>::try_from(sum)?))
 }
 
 fn field<'a>(item: &'a Value, key: &Value) -> Option<&'a Value> {
