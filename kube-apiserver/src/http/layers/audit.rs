@@ -82,61 +82,82 @@ fn audit_id(headers: &HeaderMap) -> (Arc<str>, HeaderValue) {
     (Arc::from(id), value)
 }
 
-/// What the outer layer keeps of a request in case authentication refuses it.
+/// What the outer layer keeps of a request in case authentication refuses it: cheap clones
+/// only, as every request of an audited server pays for it.
 struct Snapshot {
     id: AuditId,
     method: Method,
     uri: Uri,
-    headers: HeaderMap,
+    /// User agent and forwarding headers, for the event.
+    headers: [Option<HeaderValue>; 3],
     remote: Option<std::net::SocketAddr>,
-    /// Upstream's message for a failed authentication: the methods the client tried.
-    auth_methods: String,
+    /// The authentication methods the client tried (bits of [`AUTH_METHODS`]).
+    tried: u8,
 }
+
+/// The headers [`Snapshot`] keeps.
+const SNAPSHOT_HEADERS: [&str; 3] = ["user-agent", "x-forwarded-for", "x-real-ip"];
+/// Upstream's names of the authentication methods a failed request tried, in its order.
+const AUTH_METHODS: [&str; 4] = ["basic", "bearer", "access_token", "x509"];
 
 impl Snapshot {
     fn of<B>(req: &Request<B>, id: &AuditId) -> Self {
-        let mut headers = HeaderMap::new();
-        for name in [header::USER_AGENT.as_str(), "x-forwarded-for", "x-real-ip"] {
-            if let Some(v) = req.headers().get(name) {
-                headers.insert(name, v.clone());
-            }
-        }
-        let mut methods = Vec::new();
+        let mut tried = 0u8;
         let auth = req
             .headers()
             .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-            .trim();
-        let mut parts = auth.split(' ');
-        let scheme = parts.next().unwrap_or("").to_ascii_lowercase();
-        if scheme == "basic" {
-            methods.push("basic");
+            .map(|v| v.as_bytes())
+            .unwrap_or_default()
+            .trim_ascii();
+        let mut parts = auth.split(|b| *b == b' ');
+        let scheme = parts.next().unwrap_or_default();
+        if scheme.eq_ignore_ascii_case(b"basic") {
+            tried |= 1;
         }
-        if scheme == "bearer" && parts.next().is_some() {
-            methods.push("bearer");
+        if scheme.eq_ignore_ascii_case(b"bearer") && parts.next().is_some() {
+            tried |= 2;
         }
         if req.uri().query().is_some_and(|q| {
             q.split('&')
-                .any(|kv| kv.starts_with("access_token=") && kv.len() > 13)
+                .any(|kv| kv.starts_with("access_token=") && kv.len() > "access_token=".len())
         }) {
-            methods.push("access_token");
+            tried |= 4;
         }
         if req.extensions().get::<PeerCertificates>().is_some() {
-            methods.push("x509");
+            tried |= 8;
         }
-        let auth_methods = if methods.is_empty() {
-            String::new()
-        } else {
-            format!("Authentication failed, attempted: {}", methods.join(", "))
-        };
         Snapshot {
             id: id.clone(),
             method: req.method().clone(),
             uri: req.uri().clone(),
-            headers,
+            headers: SNAPSHOT_HEADERS.map(|name| req.headers().get(name).cloned()),
             remote: req.extensions().get::<RemoteAddr>().map(|r| r.0),
-            auth_methods,
+            tried,
+        }
+    }
+
+    fn header_map(&self) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in SNAPSHOT_HEADERS.iter().zip(&self.headers) {
+            if let Some(value) = value {
+                map.insert(*name, value.clone());
+            }
+        }
+        map
+    }
+
+    /// Upstream's message for a failed authentication.
+    fn auth_methods(&self) -> String {
+        let tried: Vec<&str> = AUTH_METHODS
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| self.tried & (1 << i) != 0)
+            .map(|(_, m)| *m)
+            .collect();
+        if tried.is_empty() {
+            String::new()
+        } else {
+            format!("Authentication failed, attempted: {}", tried.join(", "))
         }
     }
 }
@@ -196,13 +217,14 @@ async fn audit_refused(
     if config.level == Level::None {
         return resp;
     }
+    let headers = s.header_map();
     let mut event = new_event(
         config.level,
         &RequestFacts {
             id: &s.id,
             method: &s.method,
             uri: &s.uri,
-            headers: &s.headers,
+            headers: &headers,
             remote: s.remote,
             info: info.as_ref(),
             user: user.as_ref(),
@@ -213,7 +235,7 @@ async fn audit_refused(
     if user.is_none() {
         // Upstream writes one event for a failed authentication, when the response starts.
         event.response_status = Some(ResponseStatus {
-            message: s.auth_methods.clone(),
+            message: s.auth_methods(),
             ..ResponseStatus::code(code)
         });
         auditor.emit(&mut event, Stage::ResponseStarted, config.omit_stages);
