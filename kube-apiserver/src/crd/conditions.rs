@@ -226,10 +226,14 @@ mod tests {
         let verdict = names_verdict(&same_plural, &others);
         assert_eq!(verdict.reason, "PluralConflict");
         assert_eq!(verdict.message, "\"widgets\" is already in use");
+        // The default singular of kind Widget is taken before the kind itself is compared.
         assert_eq!(
             names_verdict(&crd("gadgets", "Widget", &[]), &others).reason,
-            "KindConflict"
+            "SingularConflict"
         );
+        let mut same_kind = crd("gadgets", "Widget", &[]);
+        same_kind["spec"]["names"]["singular"] = json!("gadget");
+        assert_eq!(names_verdict(&same_kind, &others).reason, "KindConflict");
         assert_eq!(
             names_verdict(&crd("gadgets", "Gadget", &["wd"]), &others).reason,
             "ShortNamesConflict"
