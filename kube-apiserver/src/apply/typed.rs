@@ -81,7 +81,6 @@ pub fn compare(
 ) -> Comparison {
     let mut walker = Compare {
         out: Comparison::default(),
-        created,
     };
     if lhs.is_some() || rhs.is_some() {
         walker.walk(lhs, rhs, node, &mut Vec::new(), created);
@@ -91,7 +90,6 @@ pub fn compare(
 
 struct Compare {
     out: Comparison,
-    created: bool,
 }
 
 /// The shape both sides agree on; None when they differ (compared as leaves).
