@@ -84,6 +84,13 @@ pub fn convert_with(
                 options.resource_version = Some(meta.resource_version.clone());
                 options.continue_token = meta.continue_token.clone();
                 options.remaining_item_count = meta.remaining_item_count;
+            } else if printer.is_some() {
+                // Upstream's CRD table convertor reads the list metadata of whatever it is
+                // given; a single object lends its resourceVersion.
+                options.resource_version = objects[0]["metadata"]["resourceVersion"]
+                    .as_str()
+                    .filter(|rv| !rv.is_empty())
+                    .map(str::to_owned);
             }
             let mut table = match printer {
                 Some(printer) => printer.to_table(&objects, &options),
@@ -145,4 +152,68 @@ pub fn encode(value: &Value, media: &MediaType) -> Result<Vec<u8>, ApiError> {
             .map_err(|e| e.to_string()),
     };
     encoded.map_err(|e| ApiError::internal(format!("encoding the response: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::http::negotiation::{EndpointRestrictions, negotiate_output};
+
+    fn table_media() -> MediaType {
+        negotiate_output(
+            Some("application/json;as=Table;v=v1;g=meta.k8s.io"),
+            EndpointRestrictions::RESOURCE,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn custom_resources_print_their_columns() {
+        let info = api_types::registry::by_group_resource("apps", "deployments").unwrap();
+        let printer = CustomPrinter::new(&[json!({
+            "name": "Replicas", "type": "integer", "jsonPath": ".spec.replicas",
+        })])
+        .unwrap();
+        let object = json!({
+            "metadata": {"name": "a", "resourceVersion": "7"},
+            "spec": {"replicas": 2},
+        });
+        let table = convert_with(
+            info,
+            object.clone(),
+            None,
+            &table_media(),
+            IncludeObject::None,
+            Some(&printer),
+        );
+        assert_eq!(table["columnDefinitions"][1]["name"], "Replicas");
+        assert_eq!(table["rows"][0]["cells"], json!(["a", 2]));
+        assert_eq!(table["metadata"]["resourceVersion"], "7");
+
+        let list = list_object(info, vec![object], &ListMeta::default());
+        let meta = ListMeta {
+            resource_version: "9".into(),
+            ..Default::default()
+        };
+        let table = convert_with(
+            info,
+            list,
+            Some(&meta),
+            &table_media(),
+            IncludeObject::None,
+            Some(&printer),
+        );
+        assert_eq!(table["metadata"]["resourceVersion"], "9");
+        assert_eq!(table["rows"][0]["cells"], json!(["a", 2]));
+
+        // Without a printer, the built-in columns.
+        let table = convert(
+            info,
+            json!({"metadata": {"name": "a"}}),
+            None,
+            &table_media(),
+            IncludeObject::None,
+        );
+        assert_ne!(table["columnDefinitions"][1]["name"], "Replicas");
+    }
 }
