@@ -382,7 +382,7 @@ impl<'a> Checker<'a> {
             }
         }
         let full = namespaced.as_deref().unwrap_or(name);
-        let operator = name.starts_with('_') || name.starts_with('@') || name.starts_with("!_");
+        let operator = name.starts_with(['_', '@']) || name == "!_" || name == "-_";
         if !operator && !FUNCTIONS.contains(&full) && !super::format::FUNCTION_NAMES.contains(&full)
         {
             self.issue(

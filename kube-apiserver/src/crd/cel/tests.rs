@@ -792,3 +792,30 @@ fn set_and_map_lists_compare_regardless_of_order() {
         ]
     );
 }
+
+#[test]
+fn library_names_pass_the_check() {
+    let rules: Vec<Value> = [
+        "math.greatest(self.a, 1) >= 1 && math.least([self.a, 5]) <= 5",
+        "math.abs(-self.a) >= 0 && math.ceil(1.5) == 2.0",
+        "optional.of(self.a).optMap(x, x + 1).orValue(0) > 0",
+        "lists.range(3).size() == 3 && [3, 1].sort() == [1, 3]",
+        "base64.encode(b'hi') == 'aGk=' && strings.quote('a') == '\"a\"'",
+        "'a,b'.split(',').join('-') == 'a-b' && 'x'.upperAscii() == 'X'",
+        "'%s!'.format(['hi']) == 'hi!' && 'abc'.charAt(1) == 'b' && 'abc'.substring(1) == 'bc'",
+        "duration('1m').getSeconds() == 60 && timestamp('2024-01-01T00:00:00Z').getFullYear() == 2024",
+        "type(self.a) == int && dyn(self.a) == 1 && double(self.a) == 1.0 && string(self.a) == '1'",
+        "[1, 2].exists_one(x, x == 1) && [1, 2].existsOne(x, x == 2)",
+    ]
+    .iter()
+    .map(|r| json!({"rule": r}))
+    .collect();
+    let v = compile(spec_schema(
+        json!({"a": {"type": "integer"}}),
+        Value::Array(rules),
+    ));
+    assert_eq!(
+        messages(&v.validate(&object(json!({"a": 1})), None)),
+        Vec::<String>::new()
+    );
+}
