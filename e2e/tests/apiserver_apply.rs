@@ -365,3 +365,129 @@ async fn updates_record_their_managers() {
         "{body}"
     );
 }
+
+const WIDGET_CRD: &str = r#"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              size: {type: integer}
+              parts:
+                type: array
+                x-kubernetes-list-type: map
+                x-kubernetes-list-map-keys: [id]
+                items:
+                  type: object
+                  required: [id]
+                  properties:
+                    id: {type: string}
+                    v: {type: string}
+          status:
+            type: object
+            properties:
+              ok: {type: boolean}
+"#;
+
+#[tokio::test]
+async fn custom_resources_apply_with_their_schema() {
+    let (_dir, server, k) = start().await;
+    let crd = write(&k, "crd.yaml", WIDGET_CRD);
+    k.ok(&["apply", "--server-side", "-f", &crd]);
+    // The CRD's resource is served once the CRD is established.
+    let mut served = false;
+    for _ in 0..100 {
+        if k.run(&["get", "widgets", "-n", "ssa"]).success {
+            served = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(served, "widgets never served");
+
+    let one = "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w, namespace: ssa}\nspec:\n  size: 1\n  parts:\n  - {id: a, v: \"1\"}\n";
+    let two = "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w, namespace: ssa}\nspec:\n  parts:\n  - {id: b, v: \"2\"}\n";
+    let one = write(&k, "one.yaml", one);
+    let two = write(&k, "two.yaml", two);
+    k.ok(&["apply", "--server-side", "--field-manager=one", "-f", &one]);
+    k.ok(&["apply", "--server-side", "--field-manager=two", "-f", &two]);
+    let out = k.ok(&[
+        "get",
+        "widget",
+        "w",
+        "-n",
+        "ssa",
+        "-o",
+        "json",
+        "--show-managed-fields",
+    ]);
+    let live: Value = serde_json::from_str(&out).unwrap();
+    // x-kubernetes-list-type: map merges the two managers' items.
+    assert_eq!(
+        live["spec"]["parts"],
+        json!([{"id": "a", "v": "1"}, {"id": "b", "v": "2"}])
+    );
+    let two_entry = entry(&live, "two", "Apply").unwrap();
+    assert_eq!(
+        two_entry["fieldsV1"],
+        json!({"f:spec": {"f:parts": {"k:{\"id\":\"b\"}": {".": {}, "f:id": {}, "f:v": {}}}}})
+    );
+
+    // Apply through /status owns only status, recorded with the subresource.
+    let path = "/apis/example.com/v1/namespaces/ssa/widgets/w";
+    let (status, body) = server
+        .request(
+            "PATCH",
+            &format!("{path}/status?fieldManager=st"),
+            Some("application/apply-patch+yaml"),
+            "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\nspec:\n  size: 9\nstatus:\n  ok: true\n",
+        )
+        .await
+        .unwrap();
+    assert_eq!(status, 200, "{body}");
+    let applied: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(applied["status"]["ok"], true);
+    assert_eq!(
+        applied["spec"]["size"], 1,
+        "the status subresource leaves spec"
+    );
+    let st = entry(&applied, "st", "Apply").unwrap();
+    assert_eq!(st["subresource"], "status");
+    assert_eq!(st["fieldsV1"], json!({"f:status": {"f:ok": {}}}));
+
+    // A conflicting apply is a 409 with upstream's causes.
+    let (status, body) = server
+        .request(
+            "PATCH",
+            &format!("{path}?fieldManager=two"),
+            Some("application/apply-patch+yaml"),
+            "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\nspec:\n  size: 5\n",
+        )
+        .await
+        .unwrap();
+    assert_eq!(status, 409, "{body}");
+    let status: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(status["reason"], "Conflict");
+    assert_eq!(
+        status["message"],
+        "Apply failed with 1 conflict: conflict with \"one\": .spec.size"
+    );
+    assert_eq!(
+        status["details"]["causes"],
+        json!([{"reason": "FieldManagerConflict", "message": "conflict with \"one\"", "field": ".spec.size"}])
+    );
+}
