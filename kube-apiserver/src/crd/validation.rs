@@ -4,27 +4,22 @@
 //! version are checked (and their errors pathed) at the top level (`spec.validation`,
 //! `spec.subresources`, `spec.additionalPrinterColumns`), as upstream hoists them.
 
+mod conversion;
+mod selectable;
+mod subresources;
+
 use super::cel::CelValidator;
 use super::schema::Structural;
-use crate::tables::custom::CustomPrinter;
-use api_types::validation::names::{is_dns1035_label, is_dns1123_subdomain, is_valid_port_num};
+use api_types::validation::names::{is_dns1035_label, is_dns1123_subdomain};
 use api_types::validation::{
     BadValue, ErrorList, FIELD_IMMUTABLE_ERROR_MSG, FieldError, FieldPath,
 };
+use conversion::validate_conversion;
+use selectable::validate_selectable_fields;
 use serde_json::{Map, Value, json};
+use subresources::{validate_columns, validate_subresources};
 
 const APPROVAL_ANNOTATION: &str = "api-approved.kubernetes.io";
-const PRINTER_TYPES: &[&str] = &["boolean", "date", "integer", "number", "string"];
-const PRINTER_FORMATS: &[&str] = &[
-    "byte",
-    "date",
-    "date-time",
-    "double",
-    "float",
-    "int32",
-    "int64",
-    "password",
-];
 const ROOT_FIELDS_WITH_STATUS: &[(&str, &str)] = &[
     ("description", "Description"),
     ("type", "Type"),
@@ -132,6 +127,12 @@ fn versions(spec: &Value) -> &[Value] {
         .unwrap_or_default()
 }
 
+fn array_of(v: Option<&Value>) -> &[Value] {
+    v.and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+}
+
 fn present(v: Option<&Value>) -> Option<&Value> {
     v.filter(|v| !v.is_null())
 }
@@ -157,6 +158,7 @@ struct Hoisted<'a> {
     validation: Option<&'a Value>,
     subresources: Option<&'a Value>,
     columns: Option<&'a Value>,
+    selectable: Option<&'a Value>,
 }
 
 fn hoist<'a>(versions: &'a [Value]) -> Hoisted<'a> {
@@ -171,6 +173,9 @@ fn hoist<'a>(versions: &'a [Value]) -> Hoisted<'a> {
         validation: same("schema", |v| !v.is_null()),
         subresources: same("subresources", |v| !v.is_null()),
         columns: same("additionalPrinterColumns", |v| {
+            v.as_array().is_some_and(|a| !a.is_empty())
+        }),
+        selectable: same("selectableFields", |v| {
             v.as_array().is_some_and(|a| !a.is_empty())
         }),
     }
@@ -301,6 +306,17 @@ fn validate_spec(spec: &Value) -> ErrorList {
                 &vpath.child("additionalPrinterColumns"),
             ));
         }
+        if hoisted.selectable.is_none() {
+            let schema = hoisted
+                .validation
+                .or(present(v.get("schema")))
+                .and_then(|s| present(s.get("openAPIV3Schema")));
+            errs.append(validate_selectable_fields(
+                array_of(v.get("selectableFields")),
+                schema,
+                &vpath.child("selectableFields"),
+            ));
+        }
     }
     if !unique {
         errs.push(FieldError::invalid(
@@ -351,6 +367,11 @@ fn validate_spec(spec: &Value) -> ErrorList {
     errs.append(validate_columns(
         hoisted.columns,
         &path.child("additionalPrinterColumns"),
+    ));
+    errs.append(validate_selectable_fields(
+        array_of(hoisted.selectable),
+        top_schema,
+        &path.child("selectableFields"),
     ));
     errs.append(validate_conversion(
         spec.get("conversion"),
@@ -476,286 +497,6 @@ fn root_with_status(root: &Map<String, Value>, schema: &Value, path: &FieldPath)
             ));
             break;
         }
-    }
-    errs
-}
-
-fn validate_subresources(subresources: Option<&Value>, path: &FieldPath) -> ErrorList {
-    let mut errs = ErrorList::new();
-    let Some(scale) = subresources.and_then(|s| present(s.get("scale"))) else {
-        return errs;
-    };
-    for (key, under) in [
-        ("specReplicasPath", ".spec."),
-        ("statusReplicasPath", ".status."),
-    ] {
-        let at = path.child("scale").child(key);
-        let value = str_of(scale.get(key));
-        if value.is_empty() {
-            errs.push(FieldError::required(&at, ""));
-            continue;
-        }
-        let simple = simple_json_path(value, &at);
-        if !simple.is_empty() {
-            errs.append(simple);
-        } else if !value.starts_with(under) {
-            let dir = under.trim_matches('.');
-            errs.push(FieldError::invalid(
-                &at,
-                value,
-                format!("should be a json path under .{dir}"),
-            ));
-        }
-    }
-    let selector = str_of(scale.get("labelSelectorPath"));
-    if !selector.is_empty() {
-        let at = path.child("scale").child("labelSelectorPath");
-        let simple = simple_json_path(selector, &at);
-        if !simple.is_empty() {
-            errs.append(simple);
-        } else if !selector.starts_with(".spec.") && !selector.starts_with(".status.") {
-            errs.push(FieldError::invalid(
-                &at,
-                selector,
-                "should be a json path under either .spec or .status",
-            ));
-        }
-    }
-    errs
-}
-
-fn simple_json_path(s: &str, path: &FieldPath) -> ErrorList {
-    let mut errs = ErrorList::new();
-    if s.is_empty() {
-        errs.push(FieldError::invalid(path, s, "must not be empty"));
-    } else if !s.starts_with('.') {
-        errs.push(FieldError::invalid(
-            path,
-            s,
-            "must be a simple json path starting with .",
-        ));
-    }
-    errs
-}
-
-fn validate_columns(columns: Option<&Value>, path: &FieldPath) -> ErrorList {
-    let mut errs = ErrorList::new();
-    let Some(columns) = columns.and_then(Value::as_array) else {
-        return errs;
-    };
-    for (i, col) in columns.iter().enumerate() {
-        let at = path.index(i);
-        if str_of(col.get("name")).is_empty() {
-            errs.push(FieldError::required(&at.child("name"), ""));
-        }
-        let kind = str_of(col.get("type"));
-        let types = format!("must be one of {}", PRINTER_TYPES.join(","));
-        if kind.is_empty() {
-            errs.push(FieldError::required(&at.child("type"), types));
-        } else if !PRINTER_TYPES.contains(&kind) {
-            errs.push(FieldError::invalid(&at.child("type"), kind, types));
-        }
-        let format = str_of(col.get("format"));
-        if !format.is_empty() && !PRINTER_FORMATS.contains(&format) {
-            errs.push(FieldError::invalid(
-                &at.child("format"),
-                format,
-                format!("must be one of {}", PRINTER_FORMATS.join(",")),
-            ));
-        }
-        let json_path = str_of(col.get("jsonPath"));
-        let json_path_at = at.child("JSONPath");
-        if json_path.is_empty() {
-            errs.push(FieldError::required(&json_path_at, ""));
-            continue;
-        }
-        let simple = simple_json_path(json_path, &json_path_at);
-        if !simple.is_empty() {
-            errs.append(simple);
-        } else if let Err(msg) = CustomPrinter::new(std::slice::from_ref(col)) {
-            errs.push(FieldError::invalid(&json_path_at, json_path, msg));
-        }
-    }
-    errs
-}
-
-fn validate_conversion(conversion: Option<&Value>, preserve: bool, path: &FieldPath) -> ErrorList {
-    let mut errs = ErrorList::new();
-    let Some(conversion) = present(conversion) else {
-        return errs;
-    };
-    let strategy = str_of(conversion.get("strategy"));
-    if !strategy.is_empty() && strategy != "None" && preserve {
-        errs.push(FieldError::invalid(
-            &path.child("strategy"),
-            strategy,
-            "must be None if spec.preserveUnknownFields is true",
-        ));
-    }
-    errs.append(enum_string(
-        &path.child("strategy"),
-        strategy,
-        &["None", "Webhook"],
-    ));
-    let webhook = present(conversion.get("webhook"));
-    let client_config = webhook.and_then(|w| present(w.get("clientConfig")));
-    let review_versions = webhook
-        .and_then(|w| w.get("conversionReviewVersions"))
-        .and_then(Value::as_array);
-    let cc_path = path.child("webhookClientConfig");
-    let crv_path = path.child("conversionReviewVersions");
-    if strategy == "Webhook" {
-        match client_config {
-            None => errs.push(FieldError::required(
-                &cc_path,
-                "required when strategy is set to Webhook",
-            )),
-            Some(cc) => errs.append(client_config_errors(cc, &cc_path)),
-        }
-        errs.append(review_version_errors(
-            review_versions.map(Vec::as_slice).unwrap_or_default(),
-            &crv_path,
-        ));
-    } else {
-        let forbidden = "should not be set when strategy is not set to Webhook";
-        if client_config.is_some() {
-            errs.push(FieldError::forbidden(&cc_path, forbidden));
-        }
-        if review_versions.is_some_and(|v| !v.is_empty()) {
-            errs.push(FieldError::forbidden(&crv_path, forbidden));
-        }
-    }
-    errs
-}
-
-fn client_config_errors(cc: &Value, path: &FieldPath) -> ErrorList {
-    let mut errs = ErrorList::new();
-    let url = present(cc.get("url")).and_then(Value::as_str);
-    let service = present(cc.get("service"));
-    match (url, service) {
-        (Some(url), None) => errs.append(webhook_url_errors(url, &path.child("url"))),
-        (None, Some(service)) => {
-            let at = path.child("service");
-            if str_of(service.get("name")).is_empty() {
-                errs.push(FieldError::required(
-                    &at.child("name"),
-                    "service name is required",
-                ));
-            }
-            if str_of(service.get("namespace")).is_empty() {
-                errs.push(FieldError::required(
-                    &at.child("namespace"),
-                    "service namespace is required",
-                ));
-            }
-            let port = service.get("port").and_then(Value::as_i64).unwrap_or(443);
-            let problems = is_valid_port_num(i32::try_from(port).unwrap_or(0));
-            if !problems.is_empty() {
-                errs.push(FieldError::invalid(
-                    &at.child("port"),
-                    port,
-                    format!("port is not valid: {}", problems.join(", ")),
-                ));
-            }
-            let p = str_of(service.get("path"));
-            if p == "//" {
-                errs.push(FieldError::invalid(
-                    &at.child("path"),
-                    p,
-                    "segment[0] may not be empty",
-                ));
-            } else if !p.is_empty() && p != "/" && !p.starts_with('/') {
-                errs.push(FieldError::invalid(
-                    &at.child("path"),
-                    p,
-                    "must start with a '/'",
-                ));
-            }
-        }
-        _ => errs.push(FieldError::required(
-            path,
-            "exactly one of url or service is required",
-        )),
-    }
-    errs
-}
-
-fn webhook_url_errors(url: &str, path: &FieldPath) -> ErrorList {
-    const FORM: &str = "; desired format: https://host[/path]";
-    let mut errs = ErrorList::new();
-    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
-    if scheme != "https" {
-        errs.push(FieldError::invalid(
-            path,
-            scheme,
-            format!("'https' is the only allowed URL scheme{FORM}"),
-        ));
-    }
-    let (before_fragment, fragment) = rest.split_once('#').unwrap_or((rest, ""));
-    let (before_query, query) = before_fragment
-        .split_once('?')
-        .unwrap_or((before_fragment, ""));
-    let authority = before_query.split('/').next().unwrap_or_default();
-    let (user, host) = authority
-        .rsplit_once('@')
-        .map_or(("", authority), |(u, h)| (u, h));
-    if host.is_empty() {
-        errs.push(FieldError::invalid(
-            path,
-            host,
-            format!("host must be specified{FORM}"),
-        ));
-    }
-    if authority.contains('@') {
-        errs.push(FieldError::invalid(
-            path,
-            user,
-            "user information is not permitted in the URL",
-        ));
-    }
-    if rest.contains('#') {
-        errs.push(FieldError::invalid(
-            path,
-            fragment,
-            "fragments are not permitted in the URL",
-        ));
-    }
-    if !query.is_empty() {
-        errs.push(FieldError::invalid(
-            path,
-            query,
-            "query parameters are not permitted in the URL",
-        ));
-    }
-    errs
-}
-
-fn review_version_errors(versions: &[Value], path: &FieldPath) -> ErrorList {
-    let mut errs = ErrorList::new();
-    if versions.is_empty() {
-        errs.push(FieldError::required(path, ""));
-        return errs;
-    }
-    let mut seen: Vec<&str> = Vec::new();
-    let mut accepted = false;
-    for (i, v) in versions.iter().enumerate() {
-        let v = v.as_str().unwrap_or_default();
-        if seen.contains(&v) {
-            errs.push(FieldError::invalid(&path.index(i), v, "duplicate version"));
-            continue;
-        }
-        seen.push(v);
-        for problem in is_dns1035_label(v) {
-            errs.push(FieldError::invalid(&path.index(i), v, problem));
-        }
-        accepted |= v == "v1" || v == "v1beta1";
-    }
-    if !accepted {
-        errs.push(FieldError::invalid(
-            path,
-            BadValue::string_list(&seen),
-            "must include at least one of v1, v1beta1",
-        ));
     }
     errs
 }
@@ -1004,5 +745,4 @@ fn preserve_unknown_fields(spec: &Value, old: Option<&Value>) -> ErrorList {
 }
 
 #[cfg(test)]
-#[path = "validation_tests.rs"]
 mod tests;

@@ -92,6 +92,27 @@ impl Structural {
         pruned
     }
 
+    /// The type of the field a `.spec.foo`-style path names (no array steps), as
+    /// `selectableFields` need; the error says why the path names no field.
+    pub fn field_type(&self, json_path: &str) -> Result<&str, String> {
+        let Some(rest) = json_path.strip_prefix('.') else {
+            let first = json_path
+                .chars()
+                .next()
+                .map(String::from)
+                .unwrap_or_default();
+            return Err(format!("expected [ or . but got: {first}"));
+        };
+        let mut node = &self.root;
+        for step in rest.split('.') {
+            node = match node.properties.get(step).or(node.additional_schema()) {
+                Some(next) if !step.is_empty() => next,
+                _ => return Err("does not refer to a valid field".into()),
+            };
+        }
+        Ok(node.type_.as_str())
+    }
+
     /// Fills the schema's defaults where fields are absent (or null and not nullable), and
     /// drops nulls of non-nullable fields without a default.
     pub fn apply_defaults(&self, object: &mut Value) {
@@ -192,6 +213,21 @@ mod tests {
         assert_eq!(
             s.validate(&missing).to_string(),
             "spec.size: Required value"
+        );
+    }
+
+    #[test]
+    fn field_types_by_path() {
+        let s = Structural::new(&widget_schema()).unwrap();
+        assert_eq!(s.field_type(".spec.size"), Ok("string"));
+        assert_eq!(s.field_type(".spec.replicas"), Ok("integer"));
+        assert_eq!(
+            s.field_type(".spec.nope"),
+            Err("does not refer to a valid field".into())
+        );
+        assert_eq!(
+            s.field_type("spec"),
+            Err("expected [ or . but got: s".into())
         );
     }
 

@@ -392,6 +392,16 @@ impl Validator<'_> {
         }
         for (key, prop) in &s.properties {
             if skip_meta && matches!(key.as_str(), "apiVersion" | "kind" | "metadata") {
+                // The schema may still restrict the object's name and generateName.
+                if key == "metadata"
+                    && let Some(meta) = map.get(key)
+                {
+                    for field in ["name", "generateName"] {
+                        if let (Some(p), Some(v)) = (prop.properties.get(field), meta.get(field)) {
+                            out.extend(self.validate(p, v, &format!("metadata.{field}"), false));
+                        }
+                    }
+                }
                 continue;
             }
             if let Some(value) = map.get(key) {
@@ -728,6 +738,17 @@ mod tests {
         );
         let s = spec(json!({"v": {"type": "integer", "oneOf": [{"minimum": 1}, {"minimum": 2}]}}));
         assert!(check(s, json!({"spec": {"v": 5}})).contains("Found 2 valid alternatives"));
+    }
+
+    #[test]
+    fn root_metadata_name_restrictions_apply() {
+        let s = json!({"type": "object", "properties": {"metadata": {"type": "object",
+            "properties": {"name": {"type": "string", "maxLength": 3}}}}});
+        assert_eq!(check(s.clone(), json!({"metadata": {"name": "abc"}})), "");
+        assert_eq!(
+            check(s, json!({"metadata": {"name": "abcd"}})),
+            "metadata.name: Too long: may not be more than 3 bytes"
+        );
     }
 
     #[test]

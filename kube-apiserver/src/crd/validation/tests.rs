@@ -216,6 +216,29 @@ fn scale_paths_and_printer_columns() {
 }
 
 #[test]
+fn selectable_fields() {
+    let mut c = crd();
+    c["spec"]["versions"][0]["selectableFields"] = json!([
+        {"jsonPath": ".spec.size"},
+        {"jsonPath": ".spec.size"},
+        {"jsonPath": ".spec"},
+        {"jsonPath": ".spec.nope"},
+        {"jsonPath": ""},
+    ]);
+    assert_has(
+        &errors(&c, None),
+        &[
+            "spec.selectableFields[1].jsonPath: Duplicate value: \".spec.size\"",
+            "spec.selectableFields[2].jsonPath: Invalid value: \".spec\": must point to a field of type string, boolean or integer.",
+            "spec.selectableFields[3].jsonPath: Invalid value: \".spec.nope\": is an invalid path: does not refer to a valid field",
+            "spec.selectableFields[4].jsonPath: Required value",
+        ],
+    );
+    c["spec"]["versions"][0]["selectableFields"] = json!([{"jsonPath": ".spec.replicas"}]);
+    assert_eq!(errors(&c, None), "");
+}
+
+#[test]
 fn conversion_strategies() {
     let mut c = crd();
     c["spec"]["conversion"] = json!({"strategy": "Magic"});
