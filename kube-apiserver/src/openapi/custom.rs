@@ -123,6 +123,8 @@ struct ServedVersion<'a> {
     preserve_unknown_fields: bool,
     status: bool,
     scale: bool,
+    /// `selectableFields[*].jsonPath` without the leading dot.
+    selectable_fields: Vec<&'a str>,
 }
 
 impl ServedVersion<'_> {
@@ -162,6 +164,14 @@ impl ServedVersion<'_> {
             |kind: &str| json!([{"group": self.group, "kind": kind, "version": self.version}]);
         let mut kind = schema::kind_schema(self.schema, self.preserve_unknown_fields, flavor);
         kind["x-kubernetes-group-version-kind"] = gvk(self.kind);
+        if !self.selectable_fields.is_empty() {
+            let fields: Vec<Value> = self
+                .selectable_fields
+                .iter()
+                .map(|path| json!({"fieldPath": path}))
+                .collect();
+            kind["x-kubernetes-selectable-fields"] = Value::Array(fields);
+        }
         let mut list =
             schema::list_schema(&kind_name, self.kind, &self.list_kind, self.plural, flavor);
         list["x-kubernetes-group-version-kind"] = gvk(&self.list_kind);
@@ -222,6 +232,14 @@ fn served_versions(crd: &Value) -> Vec<ServedVersion<'_>> {
                 preserve_unknown_fields: spec["preserveUnknownFields"].as_bool() == Some(true),
                 status: subresources["status"].is_object(),
                 scale: subresources["scale"].is_object(),
+                selectable_fields: v["selectableFields"]
+                    .as_array()
+                    .map(Vec::as_slice)
+                    .unwrap_or(&[])
+                    .iter()
+                    .filter_map(|f| f["jsonPath"].as_str())
+                    .map(|path| path.trim_start_matches('.'))
+                    .collect(),
             })
         })
         .collect()

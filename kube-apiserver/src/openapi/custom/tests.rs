@@ -36,6 +36,7 @@ fn crontab_crd(description: &str) -> Value {
                             "status": {"type": "object", "properties": {"replicas": {"type": "integer"}}},
                         },
                     }},
+                    "selectableFields": [{"jsonPath": ".spec.cronSpec"}],
                     "subresources": {
                         "status": {},
                         "scale": {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas"},
@@ -160,6 +161,10 @@ fn group_version_document_has_the_kind_schemas() {
         json!([{"group": "stable.example.com", "version": "v1", "kind": "CronTab"}])
     );
     assert_eq!(kind["properties"]["spec"]["description"], "What to run.");
+    assert_eq!(
+        kind["x-kubernetes-selectable-fields"],
+        json!([{"fieldPath": "spec.cronSpec"}])
+    );
     assert_eq!(
         kind["properties"]["spec"]["properties"]["cronSpec"]["description"],
         "The schedule."
