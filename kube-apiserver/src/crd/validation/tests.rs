@@ -375,3 +375,111 @@ fn defaulting() {
     default_crd(&mut c);
     assert_eq!(c, once);
 }
+
+#[test]
+fn the_registry_defaults_and_validates_crds() {
+    use crate::registry::strategy::Strategy;
+    use crate::registry::validate;
+    let info =
+        api_types::registry::by_group_resource("apiextensions.k8s.io", "customresourcedefinitions")
+            .expect("CRDs are a built-in resource");
+    let strategy = Strategy::for_resource(info);
+
+    let mut c = crd();
+    c["spec"]["names"]
+        .as_object_mut()
+        .unwrap()
+        .remove("listKind");
+    validate::default(&strategy, &mut c).unwrap();
+    assert_eq!(c["spec"]["names"]["listKind"], "WidgetList");
+    assert_eq!(c["spec"]["conversion"]["strategy"], "None");
+    assert!(validate::on_create(&strategy, &c).is_empty());
+
+    let mut bad = c.clone();
+    bad["metadata"]["name"] = json!("gadgets.example.com");
+    assert_eq!(
+        validate::on_create(&strategy, &bad).to_string(),
+        r#"metadata.name: Invalid value: "gadgets.example.com": must be spec.names.plural+"."+spec.group"#
+    );
+    let mut changed = c.clone();
+    changed["spec"]["names"]["plural"] = json!("gizmos");
+    assert!(
+        validate::on_update(&strategy, &changed, &c)
+            .to_string()
+            .contains("spec.names.plural: Invalid value: \"gizmos\": field is immutable")
+    );
+}
+
+#[test]
+fn a_kubebuilder_style_crd_is_accepted() {
+    let schema = json!({
+        "description": "Widget is the Schema for the widgets API",
+        "type": "object",
+        "properties": {
+            "apiVersion": {"description": "APIVersion defines the versioned schema", "type": "string"},
+            "kind": {"description": "Kind is a string value", "type": "string"},
+            "metadata": {"type": "object"},
+            "spec": {
+                "type": "object",
+                "required": ["image"],
+                "x-kubernetes-validations": [{"rule": "self.replicas >= 0", "message": "no negatives"}],
+                "properties": {
+                    "image": {"type": "string", "minLength": 1},
+                    "replicas": {"type": "integer", "format": "int32", "default": 1},
+                    "memory": {"anyOf": [{"type": "integer"}, {"type": "string"}],
+                               "pattern": "^(\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))))?$",
+                               "x-kubernetes-int-or-string": true},
+                    "labels": {"type": "object", "additionalProperties": {"type": "string"},
+                               "x-kubernetes-map-type": "atomic"},
+                    "args": {"type": "array", "items": {"type": "string"},
+                             "x-kubernetes-list-type": "atomic"},
+                    "env": {"type": "array", "x-kubernetes-list-type": "map",
+                            "x-kubernetes-list-map-keys": ["name"],
+                            "items": {"type": "object", "required": ["name"],
+                                      "properties": {"name": {"type": "string"},
+                                                     "value": {"type": "string"}}}},
+                    "template": {"type": "object", "x-kubernetes-embedded-resource": true,
+                                 "x-kubernetes-preserve-unknown-fields": true},
+                },
+            },
+            "status": {
+                "type": "object",
+                "properties": {
+                    "conditions": {"type": "array", "x-kubernetes-list-type": "map",
+                                   "x-kubernetes-list-map-keys": ["type"],
+                                   "items": {"type": "object", "required": ["type", "status"],
+                                             "properties": {
+                                                 "type": {"type": "string"},
+                                                 "status": {"type": "string", "enum": ["True", "False", "Unknown"]},
+                                                 "lastTransitionTime": {"type": "string", "format": "date-time"}}}},
+                },
+            },
+        },
+    });
+    let mut c = crd();
+    c["spec"]["versions"][0]["schema"]["openAPIV3Schema"] = schema.clone();
+    assert_eq!(errors(&c, None), "");
+
+    let s = Structural::new(&schema).unwrap();
+    let mut object = json!({
+        "apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"},
+        "spec": {"image": "nginx", "memory": "128Mi", "extra": true,
+                 "template": {"apiVersion": "v1", "kind": "Pod", "spec": {"any": 1}}},
+        "status": {"conditions": [{"type": "Ready", "status": "True",
+                                   "lastTransitionTime": "2024-01-01T00:00:00Z"}]},
+    });
+    assert_eq!(s.prune(&mut object), vec!["spec.extra"]);
+    s.apply_defaults(&mut object);
+    assert_eq!(object["spec"]["replicas"], 1);
+    assert!(s.validate(&object).is_empty(), "{}", s.validate(&object));
+    object["spec"]["memory"] = json!("lots");
+    object["status"]["conditions"][0]["lastTransitionTime"] = json!("noon");
+    let text = s.validate(&object).to_string();
+    assert_has(
+        &text,
+        &[
+            "spec.memory: Invalid value: \"lots\": spec.memory in body should match '^(\\+|-)?",
+            "status.conditions[0].lastTransitionTime: Invalid value: \"noon\": status.conditions[0].lastTransitionTime in body must be of type date-time: \"noon\"",
+        ],
+    );
+}
