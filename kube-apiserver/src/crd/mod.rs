@@ -5,6 +5,7 @@
 pub mod cel;
 pub mod conditions;
 pub mod controller;
+pub mod conversion;
 mod finalizer;
 pub mod info;
 pub mod registry;
@@ -15,6 +16,7 @@ pub mod version_order;
 /// The finalizer that holds a deleted CRD until its instances are gone.
 pub const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
 
+use crate::http::status::ApiError;
 use crate::tables::custom::CustomPrinter;
 use api_types::registry::ResourceInfo;
 use api_types::validation::ErrorList;
@@ -49,6 +51,8 @@ pub struct CustomResource {
     pub scale: Option<ScalePaths>,
     /// The CRD is being deleted: no new instances are accepted.
     pub terminating: bool,
+    /// The CRD's conversion webhook (`strategy: Webhook`); None for the `None` strategy.
+    pub conversion: Option<Arc<conversion::WebhookConverter>>,
 }
 
 impl CustomResource {
@@ -62,6 +66,79 @@ impl CustomResource {
             }
         }
         object
+    }
+
+    /// A stored object as the version `info` serves it, through the conversion webhook when
+    /// the CRD has one and the object is stored in another version. A failed conversion is
+    /// upstream's 500 `InternalError`.
+    pub async fn serve(&self, info: &ResourceInfo, object: Value) -> Result<Value, ApiError> {
+        let object = match &self.conversion {
+            Some(webhook) => webhook
+                .convert(object, &info.api_version())
+                .await
+                .map_err(ApiError::internal)?,
+            None => object,
+        };
+        Ok(self.output(info, object))
+    }
+
+    /// Stored objects as the version `info` serves them, converted in one review.
+    pub async fn serve_list(
+        &self,
+        info: &ResourceInfo,
+        items: Vec<Value>,
+    ) -> Result<Vec<Value>, ApiError> {
+        let items = match &self.conversion {
+            Some(webhook) => {
+                let list_gvk =
+                    conversion::gvk_string(&info.api_version(), &format!("{}List", info.kind));
+                webhook
+                    .convert_list(items, &info.api_version(), &list_gvk)
+                    .await
+                    .map_err(ApiError::internal)?
+            }
+            None => items,
+        };
+        Ok(items
+            .into_iter()
+            .map(|object| self.output(info, object))
+            .collect())
+    }
+
+    /// `object` (in any served version) in the storage version: through the webhook when
+    /// there is one, else the `None` conversion (only `apiVersion` changes).
+    pub async fn to_storage(&self, info: &ResourceInfo, object: Value) -> Result<Value, ApiError> {
+        let storage = api_types::registry::api_version(info.group, &self.storage_version);
+        match &self.conversion {
+            Some(webhook) => webhook
+                .convert(object, &storage)
+                .await
+                .map_err(ApiError::internal),
+            None => {
+                let mut object = object;
+                if let Some(map) = object.as_object_mut() {
+                    map.insert("apiVersion".into(), Value::String(storage));
+                }
+                Ok(object)
+            }
+        }
+    }
+
+    /// A stored object in the version `info` serves, without defaults: what a write through
+    /// this version starts from. Only the webhook strategy converts (the `None` conversion
+    /// leaves the body as it is, and the write sets `apiVersion` on its way to storage).
+    pub async fn from_storage(
+        &self,
+        info: &ResourceInfo,
+        object: Value,
+    ) -> Result<Value, ApiError> {
+        match &self.conversion {
+            Some(webhook) => webhook
+                .convert(object, &info.api_version())
+                .await
+                .map_err(ApiError::internal),
+            None => Ok(object),
+        }
     }
 
     /// The schema's structural validation and the CEL rules (`old` on update).

@@ -2,9 +2,12 @@
 //! the one watch cache of its key prefix. Discovery and the REST handler read it; the CRD
 //! controller installs and removes CRDs.
 
+use super::conversion::WebhookConverter;
 use super::info::resource_info;
 use super::version_order::kube_aware_cmp;
 use super::{CustomResource, ScalePaths, schema};
+use crate::admission::plugins::webhook::client::WebhookClient;
+use crate::registry::ObjectLookup;
 use crate::registry::ResourceStore;
 use crate::registry::keys;
 use crate::rest::state::ResourceEntry;
@@ -15,7 +18,7 @@ use api_types::registry::ResourceInfo;
 use parking_lot::RwLock;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use tokio_util::sync::CancellationToken;
 
 /// What is served for one CRD.
@@ -42,6 +45,11 @@ pub struct CrdRegistry {
     backend: Arc<dyn Backend>,
     served: RwLock<Served>,
     shutdown: CancellationToken,
+    /// One HTTPS client (TLS configurations, kept-alive connections) for every CRD's
+    /// conversion webhook.
+    webhooks: Arc<WebhookClient>,
+    /// The apiserver's caches, for conversion webhooks named by service.
+    lookup: Weak<dyn ObjectLookup>,
 }
 
 /// A served group of custom resources, as discovery lists it.
@@ -53,12 +61,19 @@ pub struct CustomGroup {
 }
 
 impl CrdRegistry {
-    /// An empty registry whose caches stop with `shutdown`.
-    pub fn new(backend: Arc<dyn Backend>, shutdown: CancellationToken) -> Self {
+    /// An empty registry whose caches stop with `shutdown`; conversion webhooks given by
+    /// service are found through `lookup`.
+    pub fn new(
+        backend: Arc<dyn Backend>,
+        shutdown: CancellationToken,
+        lookup: Weak<dyn ObjectLookup>,
+    ) -> Self {
         Self {
             backend,
             served: RwLock::new(Served::default()),
             shutdown,
+            webhooks: Arc::default(),
+            lookup,
         }
     }
 
@@ -179,6 +194,9 @@ impl CrdRegistry {
             }
         };
         let terminating = crd["metadata"]["deletionTimestamp"].is_string();
+        let conversion =
+            WebhookConverter::from_crd(&crd, self.webhooks.clone(), self.lookup.clone())
+                .map(Arc::new);
         let mut entries = Vec::new();
         for (version, info) in versions.iter().zip(&infos) {
             let custom = Arc::new(custom_resource(
@@ -186,6 +204,7 @@ impl CrdRegistry {
                 version,
                 &storage_version,
                 terminating,
+                conversion.clone(),
             ));
             let store = ResourceStore::for_custom(info, self.backend.clone(), custom.clone());
             entries.push((
@@ -276,6 +295,7 @@ fn custom_resource(
     version: &Value,
     storage_version: &str,
     terminating: bool,
+    conversion: Option<Arc<WebhookConverter>>,
 ) -> CustomResource {
     let raw_schema = &version["schema"]["openAPIV3Schema"];
     let schema = raw_schema
@@ -324,6 +344,7 @@ fn custom_resource(
         printer: Arc::new(printer),
         scale,
         terminating,
+        conversion,
     }
 }
 

@@ -129,19 +129,30 @@ impl ResourceStore {
     }
 
     /// A custom resource is stored in its CRD's storage version whatever version it was
-    /// written in (the `None` conversion: only `apiVersion` changes).
-    fn to_storage_version(&self, object: &mut Value) {
-        if let Some(custom) = &self.strategy.custom
-            && let Some(map) = object.as_object_mut()
-        {
-            let info = self.info();
-            map.insert(
-                "apiVersion".into(),
-                json!(api_types::registry::api_version(
-                    info.group,
-                    &custom.storage_version
-                )),
-            );
+    /// written in (the `None` conversion: only `apiVersion` changes; the `Webhook` one asks
+    /// the CRD's webhook, whose failure fails the write).
+    async fn to_storage_version(&self, object: Value) -> Result<Value, RegistryError> {
+        match &self.strategy.custom {
+            Some(custom) => custom
+                .to_storage(self.info(), object)
+                .await
+                .map_err(|e| RegistryError::Rejected(Box::new(e))),
+            None => Ok(object),
+        }
+    }
+
+    /// A stored object as a write through this store's version sees it (admission, the
+    /// mutation, validation against the old object): converted by the CRD's webhook when it
+    /// has one. None when the stored form serves as it is (built-in resources, the `None`
+    /// conversion), so that path copies nothing.
+    async fn served_form(&self, stored: &Value) -> Result<Option<Value>, RegistryError> {
+        match &self.strategy.custom {
+            Some(custom) if custom.conversion.is_some() => custom
+                .from_storage(self.info(), stored.clone())
+                .await
+                .map(Some)
+                .map_err(|e| RegistryError::Rejected(Box::new(e))),
+            _ => Ok(None),
         }
     }
 
@@ -230,7 +241,7 @@ impl ResourceStore {
             return Err(self.invalid(&name, errs));
         }
         self.admission_check(Some(&object), None).await?;
-        self.to_storage_version(&mut object);
+        let mut object = self.to_storage_version(object).await?;
         let key = self.key(namespace, &name);
         if self.dry_run {
             // Addresses and ports are not allocated for a dry run; existence is still checked.
@@ -347,14 +358,16 @@ impl ResourceStore {
         let key = self.key(namespace, name);
         for _ in 0..MAX_CAS_RETRIES {
             let current = self.read(&key, name).await?;
-            let old = codec::decode(&current)?;
-            let mut new = mutate(&old)?;
+            let stored = codec::decode(&current)?;
+            let served = self.served_form(&stored).await?;
+            let old = served.as_ref().unwrap_or(&stored);
+            let mut new = mutate(old)?;
             if !new.is_object() {
                 return Err(RegistryError::BadRequest(
                     "the body is not an object".into(),
                 ));
             }
-            self.admit(&mut new, Some(&old)).await?;
+            self.admit(&mut new, Some(old)).await?;
             if let Some(rv) = meta::meta_str(&new, "resourceVersion").filter(|rv| !rv.is_empty()) {
                 let wanted: i64 = rv.parse().map_err(|_| {
                     RegistryError::BadRequest(format!("invalid resourceVersion {rv:?}"))
@@ -363,24 +376,24 @@ impl ResourceStore {
                     return Err(self.conflict(name, MODIFIED_CONFLICT));
                 }
             }
-            self.carry_system_fields(&mut new, &old);
+            self.carry_system_fields(&mut new, old);
             validate::default(&self.strategy, &mut new).map_err(|errs| self.invalid(name, errs))?;
-            self.strategy.prepare_for_update(&mut new, &old, part);
+            self.strategy.prepare_for_update(&mut new, old, part);
             if let (Some(services), Part::Main, false) = (&self.services, part, self.dry_run) {
-                services.reconcile_update(&mut new, &old).await?;
+                services.reconcile_update(&mut new, old).await?;
             }
             if let Some(tracker) = &self.tracker {
-                tracker.track(&mut new, Some(&old));
+                tracker.track(&mut new, Some(old));
             }
-            let errs = validate::on_update(&self.strategy, &new, &old);
+            let errs = validate::on_update(&self.strategy, &new, old);
             if !errs.is_empty() {
                 return Err(self.invalid(name, errs));
             }
-            self.admission_check(Some(&new), Some(&old)).await?;
-            self.to_storage_version(&mut new);
-            if without_resource_version(&new) == without_resource_version(&old) {
+            self.admission_check(Some(&new), Some(old)).await?;
+            let new = self.to_storage_version(new).await?;
+            if without_resource_version(&new) == without_resource_version(&stored) {
                 // Upstream skips writes that change nothing: the resourceVersion stays.
-                return Ok(old);
+                return Ok(stored);
             }
             if self.dry_run {
                 return Ok(new);
@@ -463,7 +476,14 @@ impl ResourceStore {
             let current = self.read(&key, name).await?;
             let object = codec::decode(&current)?;
             self.check_preconditions(name, &object, options)?;
-            self.admission_check(None, Some(&object)).await?;
+            // Admission sees the object in the request's version; nothing is converted
+            // when no admission runs.
+            let served = match self.admission {
+                Some(_) => self.served_form(&object).await?,
+                None => None,
+            };
+            self.admission_check(None, Some(served.as_ref().unwrap_or(&object)))
+                .await?;
 
             let mut next = object.clone();
             let mut finalizers = meta::finalizers(&next);

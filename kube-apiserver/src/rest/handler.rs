@@ -53,7 +53,7 @@ impl Call<'_> {
     }
 
     /// Answers with one object, converted and encoded as negotiated.
-    pub fn object_response(
+    pub async fn object_response(
         &self,
         status: StatusCode,
         object: Value,
@@ -61,7 +61,7 @@ impl Call<'_> {
         let media = self.media(EndpointRestrictions::RESOURCE)?;
         let body = convert_with(
             self.info,
-            self.entry.output(object),
+            self.entry.output(object).await?,
             None,
             &media,
             self.include_object()?,
@@ -180,7 +180,10 @@ where
     // (which computes its own) records managedFields.
     let content_type = header_string(&req, header::CONTENT_TYPE);
     let is_apply = request.verb == "patch"
-        && matches!(negotiate_patch(content_type.as_deref()), Ok(WirePatch::Apply));
+        && matches!(
+            negotiate_patch(content_type.as_deref()),
+            Ok(WirePatch::Apply)
+        );
     crate::apply::request::validate_options(&request.verb, is_apply, &query)?;
     if !is_apply
         && let Some(tracker) = crate::apply::request::update_tracker(
@@ -207,7 +210,7 @@ where
     match (request.verb.as_str(), request.subresource.as_str()) {
         ("get", "" | "status") => {
             let object = call.store.get(namespace, call.name()).await?;
-            call.object_response(StatusCode::OK, object)
+            call.object_response(StatusCode::OK, object).await
         }
         ("list", "") => list(&call).await,
         ("watch", "") => watch::serve(&call).await,
@@ -215,7 +218,7 @@ where
             let (object, warnings) = read_object(&call, body).await?;
             let created = call.store.create(namespace, object).await?;
             Ok(with_warnings(
-                call.object_response(StatusCode::CREATED, created)?,
+                call.object_response(StatusCode::CREATED, created).await?,
                 &warnings,
             ))
         }
@@ -234,7 +237,7 @@ where
                     .await?
             };
             Ok(with_warnings(
-                call.object_response(StatusCode::OK, updated)?,
+                call.object_response(StatusCode::OK, updated).await?,
                 &warnings,
             ))
         }
@@ -246,7 +249,7 @@ where
             };
             let (patched, status, warnings) = patch(&call, body, part).await?;
             Ok(with_warnings(
-                call.object_response(status, patched)?,
+                call.object_response(status, patched).await?,
                 &warnings,
             ))
         }
@@ -279,7 +282,7 @@ where
                 &call_user,
             )
             .await?;
-            call.object_response(StatusCode::CREATED, answered)
+            call.object_response(StatusCode::CREATED, answered).await
         }
         (verb, sub) => {
             let resource = if sub.is_empty() {
@@ -396,10 +399,10 @@ async fn list(call: &Call<'_>) -> Result<Response<Body>, ApiError> {
             std::sync::Arc::new(move |object: &Value| store.selected(object, &opts));
         let prefix = crate::registry::keys::namespace_prefix(call.info, call.namespace);
         let (objects, revision) = call.entry.cacher.list(&prefix, &filter);
-        let items = objects
-            .iter()
-            .map(|o| call.entry.output((**o).clone()))
-            .collect();
+        let items = call
+            .entry
+            .output_list(objects.iter().map(|o| (**o).clone()).collect())
+            .await?;
         (
             items,
             ListMeta {
@@ -410,10 +413,7 @@ async fn list(call: &Call<'_>) -> Result<Response<Body>, ApiError> {
     } else {
         let page = call.store.list(call.namespace, &options).await?;
         (
-            page.items
-                .into_iter()
-                .map(|o| call.entry.output(o))
-                .collect(),
+            call.entry.output_list(page.items).await?,
             ListMeta {
                 resource_version: page.resource_version.to_string(),
                 continue_token: page.continue_token,
@@ -608,7 +608,7 @@ where
             ))
         }
         DeleteOutcome::Deleted(object) | DeleteOutcome::Pending(object) => {
-            call.object_response(StatusCode::OK, object)
+            call.object_response(StatusCode::OK, object).await
         }
     }
 }
@@ -662,6 +662,7 @@ where
         ..Default::default()
     };
     let media = call.media(EndpointRestrictions::NONE)?;
+    let deleted = call.entry.output_list(deleted).await?;
     Ok(respond(
         StatusCode::OK,
         &list_object(call.info, deleted, &meta),

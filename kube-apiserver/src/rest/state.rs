@@ -4,6 +4,7 @@ use crate::admission::Chain;
 use crate::auth::rbac::RbacStore;
 use crate::http::auth::authorizer::{AlwaysAllow, Authorizer};
 use crate::http::auth::service_account::TokenSigner;
+use crate::http::status::ApiError;
 use crate::registry::ObjectLookup;
 use crate::registry::ResourceStore;
 use crate::registry::keys;
@@ -28,12 +29,21 @@ pub struct ResourceEntry {
 
 impl ResourceEntry {
     /// An object as this entry serves it: a custom resource in the requested version (the
-    /// `None` conversion sets `apiVersion`) with its schema's defaults applied, as upstream
-    /// defaults custom resources read from storage.
-    pub fn output(&self, object: Value) -> Value {
+    /// `None` conversion sets `apiVersion`, the `Webhook` one calls the CRD's webhook) with
+    /// its schema's defaults applied, as upstream defaults custom resources read from
+    /// storage. Built-in resources are returned as they are, without awaiting anything.
+    pub async fn output(&self, object: Value) -> Result<Value, ApiError> {
         match &self.custom {
-            Some(custom) => custom.output(self.store.info(), object),
-            None => object,
+            Some(custom) => custom.serve(self.store.info(), object).await,
+            None => Ok(object),
+        }
+    }
+
+    /// The items of a list as this entry serves them: one conversion review for the list.
+    pub async fn output_list(&self, items: Vec<Value>) -> Result<Vec<Value>, ApiError> {
+        match &self.custom {
+            Some(custom) => custom.serve_list(self.store.info(), items).await,
+            None => Ok(items),
         }
     }
 }
@@ -109,15 +119,21 @@ impl ApiState {
                 }),
             );
         }
-        Ok(Arc::new(Self {
-            entries,
-            crds: Arc::new(crate::crd::registry::CrdRegistry::new(
-                backend.clone(),
-                shutdown.clone(),
-            )),
-            backend,
-            security: OnceLock::new(),
-            custom_openapi: Default::default(),
+        // The CRD registry resolves conversion webhooks' services through the state that
+        // owns it, hence the weak self-reference.
+        Ok(Arc::new_cyclic(|state: &std::sync::Weak<Self>| {
+            let lookup: std::sync::Weak<dyn ObjectLookup> = state.clone();
+            Self {
+                entries,
+                crds: Arc::new(crate::crd::registry::CrdRegistry::new(
+                    backend.clone(),
+                    shutdown.clone(),
+                    lookup,
+                )),
+                backend,
+                security: OnceLock::new(),
+                custom_openapi: Default::default(),
+            }
         }))
     }
 

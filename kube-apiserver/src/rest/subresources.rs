@@ -91,6 +91,8 @@ where
             ));
         }
     };
+    // A custom resource's replicas are read in the version the request names.
+    let object = call.entry.output(object).await?;
     Ok(respond(StatusCode::OK, &scale_of(&object), &media))
 }
 

@@ -9,6 +9,7 @@ use crate::http::status::ApiError;
 use crate::registry::keys;
 use crate::storage::backend::StorageError;
 use crate::storage::cacher::{Filter, WatchEvent, WatchStart};
+use api_types::registry::ResourceInfo;
 use bytes::Bytes;
 use futures::StreamExt;
 use http::{HeaderValue, Response, StatusCode, header};
@@ -90,17 +91,15 @@ pub async fn serve(call: &Call<'_>) -> Result<Response<Body>, ApiError> {
                     None => break,
                 },
             };
-            let served = |o: &Value| match &custom {
-                Some(custom) => custom.output(info, o.clone()),
-                None => o.clone(),
-            };
             let (kind_name, object) = match event {
-                WatchEvent::Added(o) => ("ADDED", served(&o)),
-                WatchEvent::Modified(o) => ("MODIFIED", served(&o)),
-                WatchEvent::Deleted(o) => ("DELETED", served(&o)),
-                WatchEvent::Bookmark(rv) => ("BOOKMARK", bookmark(&api_version, kind, rv, false)),
+                WatchEvent::Added(o) => ("ADDED", served(&custom, info, &o).await),
+                WatchEvent::Modified(o) => ("MODIFIED", served(&custom, info, &o).await),
+                WatchEvent::Deleted(o) => ("DELETED", served(&custom, info, &o).await),
+                WatchEvent::Bookmark(rv) => {
+                    ("BOOKMARK", Ok(bookmark(&api_version, kind, rv, false)))
+                }
                 WatchEvent::InitialEventsEnd(rv) => {
-                    ("BOOKMARK", bookmark(&api_version, kind, rv, true))
+                    ("BOOKMARK", Ok(bookmark(&api_version, kind, rv, true)))
                 }
                 WatchEvent::Error(err) => {
                     let status = match err {
@@ -110,8 +109,14 @@ pub async fn serve(call: &Call<'_>) -> Result<Response<Body>, ApiError> {
                         } => ApiError::too_old_resource_version(requested, compacted),
                         other => ApiError::from_storage(&other, "", "", ""),
                     };
-                    ("ERROR", status.to_json())
+                    ("ERROR", Ok(status.to_json()))
                 }
+            };
+            // An object the conversion webhook could not convert ends the watch with the
+            // error, so the client sees why and watches again.
+            let (kind_name, object, last) = match object {
+                Ok(object) => (kind_name, object, false),
+                Err(err) => ("ERROR", err.to_json(), true),
             };
             let object = match (kind_name, media.conversion) {
                 ("BOOKMARK" | "ERROR", _) => object,
@@ -143,7 +148,7 @@ pub async fn serve(call: &Call<'_>) -> Result<Response<Body>, ApiError> {
             let mut line = serde_json::to_vec(&json!({"type": kind_name, "object": object}))
                 .unwrap_or_default();
             line.push(b'\n');
-            if tx.send(Bytes::from(line)).await.is_err() {
+            if tx.send(Bytes::from(line)).await.is_err() || last {
                 break;
             }
         }
@@ -163,6 +168,19 @@ pub async fn serve(call: &Call<'_>) -> Result<Response<Body>, ApiError> {
         HeaderValue::from_static("chunked"),
     );
     Ok(response)
+}
+
+/// An event's object as the watched version serves it (custom resources converted and
+/// defaulted; built-in ones as they are).
+async fn served(
+    custom: &Option<Arc<crate::crd::CustomResource>>,
+    info: &ResourceInfo,
+    object: &Value,
+) -> Result<Value, ApiError> {
+    match custom {
+        Some(custom) => custom.serve(info, object.clone()).await,
+        None => Ok(object.clone()),
+    }
 }
 
 /// A bookmark event's object: the kind with only a resourceVersion (and the initial-events-end

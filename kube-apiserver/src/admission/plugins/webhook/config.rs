@@ -94,12 +94,40 @@ struct RawServiceRef {
     port: Option<u16>,
 }
 
+/// A webhook's `clientConfig` as admission configurations and CRD conversion
+/// (`spec.conversion.webhook.clientConfig`) both spell it.
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
-struct RawClientConfig {
+pub struct RawClientConfig {
     url: Option<String>,
     service: Option<RawServiceRef>,
     ca_bundle: Option<String>,
+}
+
+impl RawClientConfig {
+    /// Where to call (a service defaults to port 443 and path `/`) and the decoded `caBundle`
+    /// (None: system roots).
+    pub fn into_parts(self) -> (Endpoint, Option<Vec<u8>>) {
+        let endpoint = match (self.url, self.service) {
+            (Some(url), _) => Endpoint::Url(url),
+            (None, service) => {
+                let s = service.unwrap_or_default();
+                Endpoint::Service {
+                    namespace: s.namespace,
+                    name: s.name,
+                    path: s.path.unwrap_or_else(|| "/".to_string()),
+                    port: s.port.unwrap_or(443),
+                }
+            }
+        };
+        // A bundle that is not base64 verifies nothing; an empty one means "system roots".
+        let ca_bundle = self.ca_bundle.filter(|b| !b.is_empty()).map(|b| {
+            base64::engine::general_purpose::STANDARD
+                .decode(b.as_bytes())
+                .unwrap_or_default()
+        });
+        (endpoint, ca_bundle)
+    }
 }
 
 #[derive(Deserialize)]
@@ -126,28 +154,7 @@ const MAX_TIMEOUT_SECONDS: i64 = 30;
 
 impl Webhook {
     fn from_raw(raw: RawWebhook) -> Self {
-        let endpoint = match (raw.client_config.url, raw.client_config.service) {
-            (Some(url), _) => Endpoint::Url(url),
-            (None, service) => {
-                let s = service.unwrap_or_default();
-                Endpoint::Service {
-                    namespace: s.namespace,
-                    name: s.name,
-                    path: s.path.unwrap_or_else(|| "/".to_string()),
-                    port: s.port.unwrap_or(443),
-                }
-            }
-        };
-        // A bundle that is not base64 verifies nothing; an empty one means "system roots".
-        let ca_bundle = raw
-            .client_config
-            .ca_bundle
-            .filter(|b| !b.is_empty())
-            .map(|b| {
-                base64::engine::general_purpose::STANDARD
-                    .decode(b.as_bytes())
-                    .unwrap_or_default()
-            });
+        let (endpoint, ca_bundle) = raw.client_config.into_parts();
         // A nil selector in v1 defaults to `{}`, which matches everything.
         let everything = LabelSelector::default();
         let namespace_selector = Selector::from_label_selector(Some(
