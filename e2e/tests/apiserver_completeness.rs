@@ -234,3 +234,21 @@ async fn componentstatuses_deprecations_duplicates_and_flow_control() {
     );
     assert_eq!(rv(&k, "flowschema/probes"), probes);
 }
+
+#[tokio::test]
+async fn componentstatus_of_a_real_etcd() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = ApiServer::start(&dir.path().join("server"), Backend::Etcd)
+        .await
+        .unwrap();
+    let k = Kubectl::upstream(
+        &dir.path().join("kubectl"),
+        &server.url(),
+        &server.ca_file(),
+    );
+    let out = k.ok(&["get", "componentstatus", "etcd-0"]);
+    assert_eq!(row(&out, "etcd-0"), ["etcd-0", "Healthy", "ok"]);
+    // The bootstrap objects are there on etcd too.
+    let out = k.ok(&["get", "prioritylevelconfigurations", "-o", "name"]);
+    assert_eq!(out.lines().count(), 8, "{out}");
+}
