@@ -31,10 +31,17 @@ const CERT_PAIR_NAME: &str = "apiserver";
 pub async fn run(config: Config) -> anyhow::Result<()> {
     let shutdown = shutdown_on_signals()?;
     // Opened first: a log path that cannot be written stops the start, as upstream's.
-    let auditor = config
-        .audit
-        .build()
-        .context("opening the audit log (--audit-log-path)")?;
+    let auditor = config.audit.build().with_context(|| {
+        let path = config
+            .audit
+            .log
+            .as_ref()
+            .map(|l| l.path.display().to_string());
+        format!(
+            "opening the audit log --audit-log-path={}",
+            path.unwrap_or_default()
+        )
+    })?;
     tracing::info!(
         version = component_base::version::GIT_VERSION,
         "starting kube-apiserver"
@@ -46,6 +53,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     bootstrap::ensure(&state, &config)
         .await
         .context("creating the bootstrap objects")?;
+    super::bootstrap_flowcontrol::maintain_dangling_conditions(state.clone(), shutdown.clone());
     let (mut stack_config, reviewers) = security::install(&config, &state, &shutdown).await?;
     stack_config.audit = auditor.clone();
     // Stored CRDs are served before the first request, as upstream's readiness waits for them.
