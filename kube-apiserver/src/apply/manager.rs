@@ -12,6 +12,9 @@ use api_types::k8s_openapi::apimachinery::pkg::apis::meta::v1::{
 };
 use serde_json::{Value, json};
 
+/// Who owns what an object held before its first apply, when nothing tracked it.
+pub const BEFORE_FIRST_APPLY: &str = "before-first-apply";
+
 /// kubectl's client-side apply annotation.
 pub const LAST_APPLIED_ANNOTATION: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
@@ -210,6 +213,11 @@ impl FieldManager<'_> {
         if let Some(meta) = new.get_mut("metadata").and_then(Value::as_object_mut) {
             meta.remove("managedFields");
         }
+        // An object nothing tracks stays untracked until an apply (upstream tracks creates,
+        // and skips updates of objects without managedFields).
+        if live.is_some() && managed.entries.is_empty() {
+            return;
+        }
         let root = self.schema.root();
         let comparison = compare(live_plain.as_ref(), Some(new), root, live.is_none());
         let ignored = self.ignored(&[new]);
@@ -295,7 +303,19 @@ impl FieldManager<'_> {
     ) -> Result<Value, ApplyError> {
         let root = self.schema.root();
         let mut managed = Managed::decode(live.and_then(managed_fields_of)).unwrap_or_default();
-        let live_plain = live.map(without_managed_fields);
+        let mut live_plain = live.map(without_managed_fields);
+        if let Some(untracked) = live_plain.as_mut().filter(|_| managed.entries.is_empty()) {
+            // What the object holds is owned by one Update manager from before, so the apply
+            // conflicts with the values it would change (upstream's skipNonApplied manager).
+            let before = FieldManager {
+                subresource: "",
+                ..*self
+            };
+            before.update(None, untracked, BEFORE_FIRST_APPLY, now);
+            managed = Managed::decode(managed_fields_of(untracked)).unwrap_or_default();
+            *untracked = without_managed_fields(untracked);
+        }
+        let live_plain = live_plain;
         let mut merged = merge(live_plain.as_ref(), Some(config), root)
             .map_err(|e| {
                 ApplyError::BadRequest(format!(
@@ -576,6 +596,31 @@ mod tests {
             err.into_api_error().message(),
             "Apply failed with 1 conflict: conflict with \"kubectl-scale\" using apps/v1: .spec.replicas"
         );
+    }
+
+    #[test]
+    fn untracked_objects_stay_untracked_until_applied() {
+        let untracked = deployment(2, "a");
+        let mut updated = untracked.clone();
+        updated["spec"]["replicas"] = json!(4);
+        fm().update(Some(&untracked), &mut updated, "kubectl-edit", T2);
+        assert!(updated["metadata"].get("managedFields").is_none());
+
+        let err = fm()
+            .apply(Some(&untracked), &deployment(3, "a"), "a", false, T2)
+            .unwrap_err();
+        assert_eq!(
+            err.into_api_error().message(),
+            "Apply failed with 1 conflict: conflict with \"before-first-apply\" using apps/v1: .spec.replicas"
+        );
+        let applied = fm()
+            .apply(Some(&untracked), &deployment(2, "b"), "a", true, T2)
+            .unwrap();
+        let entries = managers(&applied);
+        let before = entries.iter().find(|e| e.0 == BEFORE_FIRST_APPLY).unwrap();
+        assert_eq!(before.1, "Update");
+        assert_eq!(before.2["f:spec"]["f:replicas"], json!({}), "{before:?}");
+        assert!(entries.iter().any(|e| e.0 == "a" && e.1 == "Apply"));
     }
 
     #[test]
