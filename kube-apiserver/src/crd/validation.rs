@@ -169,14 +169,18 @@ fn hoist<'a>(versions: &'a [Value]) -> Hoisted<'a> {
             .all(|v| v.get(key).is_some_and(|x| set(x) && x == first))
             .then_some(first)
     };
+    let validation = same("schema", |v| !v.is_null());
     Hoisted {
-        validation: same("schema", |v| !v.is_null()),
+        validation,
         subresources: same("subresources", |v| !v.is_null()),
         columns: same("additionalPrinterColumns", |v| {
             v.as_array().is_some_and(|a| !a.is_empty())
         }),
-        selectable: same("selectableFields", |v| {
-            v.as_array().is_some_and(|a| !a.is_empty())
+        // Upstream moves selectable fields up only together with the schema.
+        selectable: validation.and_then(|_| {
+            same("selectableFields", |v| {
+                v.as_array().is_some_and(|a| !a.is_empty())
+            })
         }),
     }
 }
@@ -307,9 +311,9 @@ fn validate_spec(spec: &Value) -> ErrorList {
             ));
         }
         if hoisted.selectable.is_none() {
-            let schema = hoisted
-                .validation
-                .or(present(v.get("schema")))
+            // A hoisted schema leaves the version without one, as upstream sees it.
+            let schema = present(v.get("schema"))
+                .filter(|_| hoisted.validation.is_none())
                 .and_then(|s| present(s.get("openAPIV3Schema")));
             errs.append(validate_selectable_fields(
                 array_of(v.get("selectableFields")),
