@@ -304,6 +304,30 @@ async fn updates_record_their_managers() {
         .unwrap();
     assert_eq!(label["operation"], "Update");
 
+    // Applying to a missing object creates it (201); applying again answers 200.
+    let cm_path = "/api/v1/namespaces/ssa/configmaps/applied?fieldManager=raw";
+    let cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: applied\ndata:\n  a: \"1\"\n";
+    for expected in [201, 200] {
+        let (status, body) = server
+            .request("PATCH", cm_path, Some("application/apply-patch+yaml"), cm)
+            .await
+            .unwrap();
+        assert_eq!(status, expected, "{body}");
+    }
+    // A request may reset managedFields (`[{}]`); the object is then untracked.
+    let (status, body) = server
+        .request(
+            "PATCH",
+            "/api/v1/namespaces/ssa/configmaps/applied",
+            Some("application/merge-patch+json"),
+            r#"{"metadata":{"managedFields":[{}]}}"#,
+        )
+        .await
+        .unwrap();
+    assert_eq!(status, 200, "{body}");
+    let reset: Value = serde_json::from_str(&body).unwrap();
+    assert!(reset["metadata"].get("managedFields").is_none(), "{reset}");
+
     // The API's own checks: apply needs fieldManager; a wrong apiVersion is a 400.
     let path = "/apis/apps/v1/namespaces/ssa/deployments/updated";
     let (status, body) = server
