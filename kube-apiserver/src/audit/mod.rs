@@ -63,6 +63,12 @@ impl Auditor {
         } else {
             jiff::Timestamp::now()
         };
-        self.backend.process(event)
+        // Upstream's counters: every event handed to the backend, and those it lost.
+        metrics::counter!("apiserver_audit_event_total").increment(1);
+        let written = self.backend.process(event);
+        if !written {
+            metrics::counter!("apiserver_audit_error_total", "plugin" => "log").increment(1);
+        }
+        written
     }
 }

@@ -778,6 +778,49 @@ rules:
         assert_eq!(events[1]["responseStatus"]["code"], 500);
     }
 
+    #[tokio::test]
+    async fn in_flight_refusals_are_audited() {
+        let mem = MemoryWriter::default();
+        let cfg = StackConfig {
+            max_requests_inflight: 1,
+            ..config(&mem, false)
+        };
+        let (arrived_tx, mut arrived) = tokio::sync::mpsc::unbounded_channel();
+        let release = Arc::new(tokio::sync::Semaphore::new(0));
+        let gate = release.clone();
+        let blocking = tower::service_fn(move |_req: Request<Full<Bytes>>| {
+            let arrived_tx = arrived_tx.clone();
+            let gate = gate.clone();
+            async move {
+                let _ = arrived_tx.send(());
+                let _permit = gate.acquire().await.expect("open");
+                Ok::<_, Infallible>(full("{}"))
+            }
+            .map(|r| r.map(Response::new))
+        });
+        let svc = stack(blocking, &cfg);
+        let request = || {
+            Request::builder()
+                .uri("/api/v1/namespaces/ns/secrets")
+                .header(header::AUTHORIZATION, "Bearer tok")
+                .body(Full::new(Bytes::new()))
+                .expect("request")
+        };
+        let first = tokio::spawn(svc.clone().oneshot(request()));
+        arrived.recv().await.expect("the first request is in");
+        let second = svc.clone().oneshot(request()).await.expect("infallible");
+        assert_eq!(second.status(), StatusCode::TOO_MANY_REQUESTS);
+        release.add_permits(1);
+        first.await.expect("join").expect("infallible");
+        let codes: Vec<Value> = mem
+            .events()
+            .iter()
+            .filter(|e| e["stage"] == "ResponseComplete")
+            .map(|e| e["responseStatus"]["code"].clone())
+            .collect();
+        assert_eq!(codes, [json!(429), json!(200)]);
+    }
+
     /// The per-request cost of the layers: no policy, a policy answering `None`, and Metadata
     /// events to a discarding writer. Not a test; run in release:
     /// `cargo test --release -p kube-apiserver --lib cost_of_auditing -- --ignored --nocapture`
