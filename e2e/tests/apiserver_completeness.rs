@@ -145,6 +145,23 @@ async fn componentstatuses_deprecations_duplicates_and_flow_control() {
     assert_eq!(&global[1..4], ["global-default", "9900", "ByUser"]);
     assert_eq!(row(&out, "catch-all")[2], "10000");
     assert_eq!(out.lines().count(), 14, "13 flow schemas:\n{out}");
+    // The server keeps each schema's Dangling condition (MISSINGPL), as upstream's does.
+    let mut out = String::new();
+    for _ in 0..50 {
+        out = k.ok(&["get", "flowschemas", "--no-headers"]);
+        if out
+            .lines()
+            .all(|l| l.split_whitespace().last() == Some("False"))
+        {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    assert!(
+        out.lines()
+            .all(|l| l.split_whitespace().last() == Some("False")),
+        "{out}"
+    );
     let out = k.ok(&["get", "prioritylevelconfigurations"]);
     assert_eq!(
         header(&out),

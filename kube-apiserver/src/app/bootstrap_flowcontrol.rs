@@ -12,11 +12,16 @@
 //! - an object already as wanted is not written, so a restart writes nothing.
 //!
 //! The objects are served as data: this server does not classify requests by them (its
-//! in-flight limit is `--max-requests-inflight`), and nothing maintains their status.
+//! in-flight limit is `--max-requests-inflight`). Of their status, the FlowSchemas' `Dangling`
+//! condition is kept, as upstream's configuration controller keeps it.
 
-use crate::registry::{Part, RegistryError, ResourceStore};
+use crate::registry::{ObjectLookup, Part, RegistryError, ResourceStore};
 use crate::rest::state::ApiState;
 use serde_json::{Value, json};
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
 
 /// The annotation that lets the apiserver keep a bootstrap object's spec current.
 pub const AUTO_UPDATE_ANNOTATION: &str = "apf.kubernetes.io/autoupdate-spec";
@@ -443,6 +448,98 @@ async fn ensure_one(store: &ResourceStore, kind: Kind, wanted: &Value) -> anyhow
     }
 }
 
+/// Each FlowSchema's `Dangling` condition (whether its priority level exists) as upstream's
+/// APF configuration controller words it, without its transition time.
+pub fn dangling_condition(schema: &Value, levels: &HashSet<String>) -> Value {
+    let level = schema["spec"]["priorityLevelConfiguration"]["name"]
+        .as_str()
+        .unwrap_or_default();
+    let quoted = crate::http::status::go_quote(level);
+    if levels.contains(level) {
+        json!({"type": "Dangling", "status": "False", "reason": "Found",
+               "message": format!("This FlowSchema references the PriorityLevelConfiguration object named {quoted} and it exists")})
+    } else {
+        json!({"type": "Dangling", "status": "True", "reason": "NotFound",
+               "message": format!("This FlowSchema references the PriorityLevelConfiguration object named {quoted} but there is no such object")})
+    }
+}
+
+/// `schema` with `wanted` as its `Dangling` condition, stamped `now`; None when it already
+/// says so.
+pub fn with_dangling_condition(schema: &Value, wanted: &Value, now: &str) -> Option<Value> {
+    let conditions = schema["status"]["conditions"].as_array();
+    let current = conditions
+        .into_iter()
+        .flatten()
+        .find(|c| c["type"] == "Dangling");
+    if current.is_some_and(|c| {
+        ["status", "reason", "message"]
+            .iter()
+            .all(|k| c[*k] == wanted[*k])
+    }) {
+        return None;
+    }
+    let mut condition = wanted.clone();
+    condition["lastTransitionTime"] = json!(now);
+    let mut others: Vec<Value> = conditions
+        .into_iter()
+        .flatten()
+        .filter(|c| c["type"] != "Dangling")
+        .cloned()
+        .collect();
+    others.push(condition);
+    let mut updated = schema.clone();
+    if !updated["status"].is_object() {
+        updated["status"] = json!({});
+    }
+    updated["status"]["conditions"] = Value::Array(others);
+    Some(updated)
+}
+
+/// Keeps every FlowSchema's `Dangling` condition current (upstream's APF configuration
+/// controller does; here a one-second pass over the watch caches, writing only changes).
+pub fn maintain_dangling_conditions(state: Arc<ApiState>, shutdown: CancellationToken) {
+    tokio::spawn(async move {
+        loop {
+            if let Err(err) = update_dangling_conditions(&state).await {
+                tracing::warn!("updating the FlowSchemas' Dangling conditions: {err:#}");
+            }
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+            }
+        }
+    });
+}
+
+async fn update_dangling_conditions(state: &ApiState) -> anyhow::Result<()> {
+    let everything = |_: &Value| true;
+    let levels: HashSet<String> = state
+        .list(GROUP, "prioritylevelconfigurations", None, &everything)
+        .iter()
+        .filter_map(|l| l["metadata"]["name"].as_str().map(String::from))
+        .collect();
+    let Some(store) = state.store(GROUP, VERSION, "flowschemas") else {
+        return Ok(());
+    };
+    let now = jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string();
+    for schema in state.list(GROUP, "flowschemas", None, &everything) {
+        let wanted = dangling_condition(&schema, &levels);
+        let Some(updated) = with_dangling_condition(&schema, &wanted, &now) else {
+            continue;
+        };
+        let name = schema["metadata"]["name"].as_str().unwrap_or_default();
+        match store.update(None, name, updated, Part::Status).await {
+            // Changed or gone meanwhile: the next pass sees the new state.
+            Ok(_) | Err(RegistryError::Conflict { .. } | RegistryError::NotFound { .. }) => {}
+            Err(err) => return Err(err.into()),
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -528,6 +625,35 @@ mod tests {
             plan(kind, &wanted, Some(&changed)),
             Action::Update(_)
         ));
+    }
+
+    #[test]
+    fn dangling_conditions() {
+        let (_, schema) = flow_schemas().remove(0);
+        let levels: HashSet<String> = ["exempt".to_string()].into();
+        let found = dangling_condition(&schema, &levels);
+        assert_eq!(
+            found,
+            json!({"type": "Dangling", "status": "False", "reason": "Found",
+                   "message": "This FlowSchema references the PriorityLevelConfiguration object named \"exempt\" and it exists"})
+        );
+        let updated = with_dangling_condition(&schema, &found, "2026-01-01T00:00:00Z").unwrap();
+        assert_eq!(
+            updated["status"]["conditions"][0]["lastTransitionTime"],
+            "2026-01-01T00:00:00Z"
+        );
+        // Already so: nothing to write, whatever the time.
+        assert_eq!(
+            with_dangling_condition(&updated, &found, "2026-01-02T00:00:00Z"),
+            None
+        );
+        let missing = dangling_condition(&schema, &HashSet::new());
+        assert_eq!(missing["status"], "True");
+        assert_eq!(missing["reason"], "NotFound");
+        let flipped = with_dangling_condition(&updated, &missing, "2026-01-02T00:00:00Z").unwrap();
+        let conditions = flipped["status"]["conditions"].as_array().unwrap();
+        assert_eq!(conditions.len(), 1);
+        assert_eq!(conditions[0]["status"], "True");
     }
 
     #[test]
