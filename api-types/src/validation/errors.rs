@@ -17,6 +17,8 @@ pub enum ErrorType {
     Duplicate,
     /// A value is malformed or out of range.
     Invalid,
+    /// A value has the wrong JSON type (upstream's `TypeInvalid`, shown as `Invalid value`).
+    TypeInvalid,
     /// A value is not one of an enumerated set.
     NotSupported,
     /// A value is valid but not allowed here (e.g. immutable field changed).
@@ -37,6 +39,7 @@ impl ErrorType {
             ErrorType::Required => "FieldValueRequired",
             ErrorType::Duplicate => "FieldValueDuplicate",
             ErrorType::Invalid => "FieldValueInvalid",
+            ErrorType::TypeInvalid => "FieldValueTypeInvalid",
             ErrorType::NotSupported => "FieldValueNotSupported",
             ErrorType::Forbidden => "FieldValueForbidden",
             ErrorType::TooLong => "FieldValueTooLong",
@@ -51,7 +54,7 @@ impl ErrorType {
             ErrorType::NotFound => "Not found",
             ErrorType::Required => "Required value",
             ErrorType::Duplicate => "Duplicate value",
-            ErrorType::Invalid => "Invalid value",
+            ErrorType::Invalid | ErrorType::TypeInvalid => "Invalid value",
             ErrorType::NotSupported => "Unsupported value",
             ErrorType::Forbidden => "Forbidden",
             ErrorType::TooLong => "Too long",
@@ -207,6 +210,15 @@ impl FieldError {
         detail: impl Into<String>,
     ) -> Self {
         Self::new(ErrorType::Invalid, field, value.into(), detail.into())
+    }
+
+    /// A value has the wrong type (reason `FieldValueTypeInvalid`).
+    pub fn type_invalid(
+        field: &FieldPath,
+        value: impl Into<BadValue>,
+        detail: impl Into<String>,
+    ) -> Self {
+        Self::new(ErrorType::TypeInvalid, field, value.into(), detail.into())
     }
 
     /// A value is not one of `supported` (listed in the detail, quoted, as upstream).
@@ -482,6 +494,11 @@ mod tests {
     fn reasons() {
         assert_eq!(ErrorType::Required.reason(), "FieldValueRequired");
         assert_eq!(ErrorType::Invalid.reason(), "FieldValueInvalid");
+        assert_eq!(ErrorType::TypeInvalid.reason(), "FieldValueTypeInvalid");
+        assert_eq!(
+            FieldError::type_invalid(&p("spec.n"), "string", "d").to_string(),
+            "spec.n: Invalid value: \"string\": d"
+        );
         assert_eq!(ErrorType::NotSupported.reason(), "FieldValueNotSupported");
         assert_eq!(ErrorType::Duplicate.reason(), "FieldValueDuplicate");
         assert_eq!(ErrorType::Forbidden.reason(), "FieldValueForbidden");

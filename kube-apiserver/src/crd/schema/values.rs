@@ -49,7 +49,7 @@ impl Validator<'_> {
                     out.push(e);
                 }
                 if !format.is_empty() && formats::known(format) && !formats::valid(format, text) {
-                    out.push(FieldError::invalid(
+                    out.push(FieldError::type_invalid(
                         &self.path(name),
                         text.as_str(),
                         type_message(name, format, Some(text)),
@@ -68,7 +68,7 @@ impl Validator<'_> {
     }
 
     fn type_error(&self, name: &str, want: &str, got: &str) -> FieldError {
-        FieldError::invalid(&self.path(name), got, type_message(name, want, Some(got)))
+        FieldError::type_invalid(&self.path(name), got, type_message(name, want, Some(got)))
     }
 
     fn check_type(
@@ -599,6 +599,20 @@ mod tests {
             ),
             ""
         );
+    }
+
+    #[test]
+    fn type_errors_carry_upstreams_reason() {
+        let mut errs = ErrorList::new();
+        let node = parse(
+            &spec(json!({"n": {"type": "integer"}})),
+            &FieldPath::root(),
+            &mut errs,
+        );
+        let root = FieldPath::root();
+        let found =
+            Validator { base: &root }.validate(&node, &json!({"spec": {"n": "x"}}), "", true);
+        assert_eq!(found[0].error_type.reason(), "FieldValueTypeInvalid");
     }
 
     #[test]
