@@ -352,3 +352,38 @@ async fn bad_policy_files_stop_the_start() {
         "{stderr}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn batch_mode_writes_legacy_lines_and_flushes_at_shutdown() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let policy = tmp.path().join("policy.yaml");
+    std::fs::write(&policy, POLICY).expect("policy");
+    let log = tmp.path().join("audit.log");
+    let mut cluster = SecureCluster::start(&[
+        &format!("--audit-policy-file={}", policy.display()),
+        &format!("--audit-log-path={}", log.display()),
+        "--audit-log-mode=batch",
+        "--audit-log-format=legacy",
+    ])
+    .await;
+    cluster.admin().ok(&["create", "configmap", "batched"]);
+    let status = cluster
+        .server
+        .terminate(Duration::from_secs(20))
+        .expect("SIGTERM");
+    assert!(status.success(), "{status}");
+    let text = std::fs::read_to_string(&log).expect("log");
+    let line = text
+        .lines()
+        .find(|l| l.contains("uri=\"/api/v1/namespaces/default/configmaps?"))
+        .unwrap_or_else(|| panic!("no create line in:\n{text}"));
+    assert!(line.contains(" AUDIT: id=\""), "{line}");
+    assert!(line.contains("stage=\"ResponseComplete\""), "{line}");
+    assert!(line.contains("method=\"create\""), "{line}");
+    assert!(line.contains("user=\"kubernetes-admin\""), "{line}");
+    assert!(
+        line.contains("as=\"<self>\" asgroups=\"<lookup>\""),
+        "{line}"
+    );
+    assert!(line.ends_with("response=\"201\""), "{line}");
+}

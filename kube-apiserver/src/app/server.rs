@@ -125,6 +125,10 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     shutdown.cancelled().await;
     debug.health.mark_shutting_down();
     server.wait().await;
+    if let Some(auditor) = &auditor {
+        // Batch mode: what is still buffered reaches the log before the process exits.
+        auditor.backend.shutdown();
+    }
     Ok(())
 }
 

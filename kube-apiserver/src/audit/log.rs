@@ -82,7 +82,11 @@ pub const DEFAULT_BATCH_BUFFER_SIZE: usize = 10_000;
 
 enum Output {
     Direct(Mutex<Box<dyn Write + Send>>),
-    Batch(SyncSender<Vec<u8>>),
+    /// The buffer (None once shut down) and the writer thread draining it.
+    Batch(
+        Mutex<Option<SyncSender<Vec<u8>>>>,
+        Mutex<Option<std::thread::JoinHandle<()>>>,
+    ),
 }
 
 /// Writes events; shared by every request.
@@ -140,10 +144,12 @@ impl LogBackend {
                             }
                             let _ = writer.flush();
                         });
-                if let Err(err) = spawned {
-                    tracing::error!(%err, "starting the audit log writer; events are dropped");
-                }
-                Output::Batch(tx)
+                let thread = spawned
+                    .inspect_err(|err| {
+                        tracing::error!(%err, "starting the audit log writer; events are dropped");
+                    })
+                    .ok();
+                Output::Batch(Mutex::new(Some(tx)), Mutex::new(thread))
             }
         };
         LogBackend {
@@ -173,14 +179,30 @@ impl LogBackend {
                     false
                 }
             },
-            Output::Batch(tx) => match tx.try_send(line) {
-                Ok(()) => true,
-                Err(TrySendError::Full(_)) => {
-                    tracing::error!(audit_id = %event.audit_id, "audit buffer full: event dropped");
-                    false
-                }
-                Err(TrySendError::Disconnected(_)) => false,
+            Output::Batch(tx, _) => match tx.lock().as_ref().map(|tx| tx.try_send(line)) {
+                None => false,
+                Some(sent) => match sent {
+                    Ok(()) => true,
+                    Err(TrySendError::Full(_)) => {
+                        tracing::error!(audit_id = %event.audit_id, "audit buffer full: event dropped");
+                        false
+                    }
+                    Err(TrySendError::Disconnected(_)) => false,
+                },
             },
+        }
+    }
+}
+
+impl LogBackend {
+    /// Writes what the batch buffer still holds and stops its writer thread (at shutdown);
+    /// later events are lost. Nothing to do in the blocking modes.
+    pub fn shutdown(&self) {
+        if let Output::Batch(tx, thread) = &self.output {
+            drop(tx.lock().take());
+            if let Some(thread) = thread.lock().take() {
+                let _ = thread.join();
+            }
         }
     }
 }
@@ -258,6 +280,13 @@ mod tests {
         for i in 0..10 {
             assert!(backend.process(&event(&i.to_string())));
         }
+        backend.shutdown();
+        assert_eq!(
+            String::from_utf8_lossy(&mem.0.lock()).lines().count(),
+            10,
+            "flushed"
+        );
+        assert!(!backend.process(&event("late")), "nothing after shutdown");
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
         loop {
             let text = String::from_utf8_lossy(&mem.0.lock()).to_string();
