@@ -3,14 +3,14 @@
 //! default), nothing under `Ignore`.
 
 use super::query::Query;
+use crate::crd::CustomResource;
 use crate::http::body::{decode, decode_yaml_located};
 use crate::http::duplicate_fields::{self, Duplicate};
 use crate::http::negotiation::InputFormat;
-use crate::http::status::go_quote;
 use crate::http::status::ApiError;
+use crate::http::status::go_quote;
 use crate::openapi::definitions::{Definitions, V3_REF_PREFIX};
 use crate::openapi::kinds;
-use crate::crd::CustomResource;
 use api_types::registry::ResourceInfo;
 use serde_json::{Map, Value};
 
@@ -82,7 +82,9 @@ impl FieldValidation {
         let (mut object, found) = match format {
             InputFormat::Json => {
                 let (value, duplicates) = duplicate_fields::decode_json(bytes).map_err(|e| {
-                    ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}"))
+                    ApiError::bad_request(format!(
+                        "couldn't get version/kind; json parse error: {e}"
+                    ))
                 })?;
                 (value, Found::Json(duplicates))
             }
@@ -101,10 +103,7 @@ impl FieldValidation {
         // Strict joins the problems with ", "; go-yaml's own are one error of many lines.
         let (warnings, strict) = match found {
             Found::Yaml(lines) if !lines.is_empty() => {
-                let mut strict = vec![format!(
-                    "yaml: unmarshal errors:\n  {}",
-                    lines.join("\n  ")
-                )];
+                let mut strict = vec![format!("yaml: unmarshal errors:\n  {}", lines.join("\n  "))];
                 strict.extend(unknown.iter().map(unknown_message));
                 let mut warnings = lines;
                 warnings.extend(unknown.iter().map(unknown_message));
@@ -142,7 +141,11 @@ impl FieldValidation {
         patch_duplicates: &[String],
     ) -> Result<Vec<String>, ApiError> {
         let mut messages = patch_duplicates.to_vec();
-        messages.extend(prune_unknown_fields(info, custom, patched).iter().map(|path| format!("unknown field {}", go_quote(path))));
+        messages.extend(
+            prune_unknown_fields(info, custom, patched)
+                .iter()
+                .map(|path| format!("unknown field {}", go_quote(path))),
+        );
         match self {
             _ if messages.is_empty() => Ok(Vec::new()),
             Self::Ignore => Ok(Vec::new()),
@@ -155,23 +158,62 @@ impl FieldValidation {
     }
 }
 
-/// The duplicate-key messages of a patch body: every duplicate of a merge or strategic merge
-/// patch; of a JSON patch, those of the operations' own fields (not of their values).
+/// The problems of a patch body itself, in document order: every duplicate key of a merge or
+/// strategic merge patch; of a JSON patch, the duplicate and unknown fields of its operations
+/// (`json patch duplicate field "[1].path"`, `json patch unknown field "[0].foo"`), not those
+/// inside their values.
 pub fn patch_duplicates(json_patch: bool, bytes: &[u8]) -> Vec<String> {
-    let Ok((_, duplicates)) = duplicate_fields::decode_json(bytes) else {
+    let Ok((patch, duplicates)) = duplicate_fields::decode_json(bytes) else {
         return Vec::new();
     };
-    duplicates
+    if !json_patch {
+        return duplicates
+            .iter()
+            .map(|d| format!("duplicate field {}", go_quote(&d.path)))
+            .collect();
+    }
+    let is_operation_field = |path: &str| {
+        // `[1].path`: an operation's own field.
+        path.strip_prefix('[')
+            .and_then(|p| p.split_once("]."))
+            .is_some_and(|(index, field)| {
+                index.bytes().all(|b| b.is_ascii_digit()) && !field.contains(['.', '['])
+            })
+    };
+    let mut problems: Vec<(usize, String)> = duplicates
         .into_iter()
-        .filter_map(|d| {
-            if !json_patch {
-                return Some(format!("duplicate field {}", go_quote(&d.path)));
-            }
-            // `[1].path`: an operation's field, not something inside its value.
-            let rest = d.path.strip_prefix('[')?.split_once("].")?.1;
-            (!rest.contains(['.', '['])).then(|| format!("json patch duplicate field {}", go_quote(&d.path)))
+        .filter(|d| is_operation_field(&d.path))
+        .map(|d| {
+            let message = format!("json patch duplicate field {}", go_quote(&d.path));
+            (d.position, message)
         })
-        .collect()
+        .collect();
+    let unknown: Vec<String> = patch
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+        .flat_map(|(index, operation)| {
+            operation
+                .as_object()
+                .into_iter()
+                .flat_map(|fields| fields.keys())
+                .filter(|key| !matches!(key.as_str(), "op" | "path" | "value" | "from"))
+                .map(move |key| format!("[{index}].{key}"))
+        })
+        .collect();
+    if !unknown.is_empty() {
+        let positions = duplicate_fields::key_positions(bytes, &unknown);
+        problems.extend(unknown.iter().map(|path| {
+            let position = positions.get(path).copied().unwrap_or(usize::MAX);
+            (
+                position,
+                format!("json patch unknown field {}", go_quote(path)),
+            )
+        }));
+        problems.sort_by_key(|(position, _)| *position);
+    }
+    problems.into_iter().map(|(_, message)| message).collect()
 }
 
 /// A JSON body's duplicate and unknown fields in document order; a field both unknown and
@@ -358,6 +400,30 @@ mod tests {
             prune_unknown_fields(info, None, &mut deployment).is_empty(),
             "pruning is complete"
         );
+    }
+
+    #[test]
+    fn problems_of_a_patch_itself() {
+        let merge = br#"{"spec": {"paused": true, "paused": false, "x": {"a": 1, "a": 2}}}"#;
+        assert_eq!(
+            patch_duplicates(false, merge),
+            [
+                "duplicate field \"spec.paused\"",
+                "duplicate field \"spec.x.a\""
+            ]
+        );
+        let json_patch = br#"[
+            {"op": "add", "path": "/spec/a", "value": "v", "foo": "bar"},
+            {"op": "add", "path": "/spec/b", "path": "/spec/c", "value": {"k": 1, "k": 2}}
+        ]"#;
+        assert_eq!(
+            patch_duplicates(true, json_patch),
+            [
+                "json patch unknown field \"[0].foo\"",
+                "json patch duplicate field \"[1].path\""
+            ]
+        );
+        assert!(patch_duplicates(true, b"not json").is_empty());
     }
 
     #[test]
