@@ -46,7 +46,7 @@ pub fn validate_options(verb: &str, is_apply: bool, query: &Query) -> Result<(),
             FIELD_MANAGER_MAX_LENGTH,
         ));
     }
-    for (position, c) in manager.chars().enumerate() {
+    for (position, c) in manager.char_indices() {
         if c.is_control() {
             errors.push(FieldError::invalid(
                 &FieldPath::new("fieldManager"),
@@ -291,6 +291,15 @@ mod tests {
                 &query(&format!("fieldManager={}", "m".repeat(128)))
             )
             .is_ok()
+        );
+    }
+
+    #[test]
+    fn unprintable_managers_refused() {
+        let err = validate_options("update", false, &query("fieldManager=%C3%A9%07")).unwrap_err();
+        assert_eq!(
+            err.message(),
+            "UpdateOptions.meta.k8s.io \"\" is invalid: fieldManager: Invalid value: \"\u{e9}\\a\": invalid character U+0007 (at position 2)"
         );
     }
 
