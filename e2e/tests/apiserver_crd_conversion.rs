@@ -2,8 +2,9 @@
 //! stores v1 (`spec.cronSpec`) and serves v2 (`spec.schedule`) through a conversion webhook run
 //! by the test (HTTPS, its certificate from a CA named in `caBundle`). Objects are written and
 //! read in either version, a list is converted in one review, a watch in the other version
-//! sees converted events, and a webhook that is down or answers wrongly gives upstream's
-//! errors while the storage version still reads.
+//! sees converted events, a webhook named by a service is reached through its endpoints, a
+//! webhook that is down or answers wrongly gives upstream's errors while the storage version
+//! still reads, and moving the storage version to v2 keeps v1 in `storedVersions`.
 
 use base64::Engine;
 use bytes::Bytes;
@@ -49,7 +50,7 @@ type Seen = Arc<Mutex<Vec<Value>>>;
 /// Serves conversion reviews over HTTPS on a loopback port until the test's runtime ends;
 /// every review's request is recorded.
 async fn conversion_webhook(pki: &Pki) -> (u16, Seen) {
-    let (cert, key) = pki.issue_serving(&["127.0.0.1"]);
+    let (cert, key) = pki.issue_serving(&["127.0.0.1", "conv.default.svc"]);
     let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(&cert)
         .unwrap()
         .collect::<Result<_, _>>()
@@ -395,20 +396,66 @@ async fn webhook_conversion_with_the_real_kubectl() {
     ]);
     assert_eq!(stored, r#"["v1"]"#);
 
+    // The webhook named by a service: reached through the service's endpoints (there are none
+    // at first), its certificate checked for `conv.default.svc`.
+    let set_client_config = |config: Value| {
+        let patch = json!([{"op": "replace", "path": "/spec/conversion/webhook/clientConfig",
+                            "value": config}]);
+        k.ok(&[
+            "patch",
+            "crd",
+            "crontabs.stable.example.com",
+            "--type=json",
+            "-p",
+            &patch.to_string(),
+        ]);
+    };
+    let service = write(
+        "service.yaml",
+        "apiVersion: v1\nkind: Service\nmetadata:\n  name: conv\n  namespace: default\nspec:\n  ports:\n  - port: 443\n",
+    );
+    k.ok(&["create", "-f", &service]);
+    set_client_config(json!({"caBundle": ca_bundle, "service": {
+        "namespace": "default", "name": "conv", "path": "/convert", "port": 443}}));
+    let out = eventually(
+        &k,
+        &["get", "crontabs.v2.stable.example.com", "from-v2"],
+        "failing without endpoints",
+        |o| !o.success,
+    );
+    assert!(
+        out.stderr.contains(
+            "conversion webhook for stable.example.com/v1, Kind=CronTab failed: no endpoints available for service \"conv\""
+        ),
+        "{}",
+        out.stderr
+    );
+    let endpoints = write(
+        "endpoints.yaml",
+        &format!(
+            "apiVersion: v1\nkind: Endpoints\nmetadata:\n  name: conv\n  namespace: default\nsubsets:\n- addresses:\n  - ip: 127.0.0.1\n  ports:\n  - port: {port}\n"
+        ),
+    );
+    k.ok(&["create", "-f", &endpoints]);
+    let out = eventually(
+        &k,
+        &[
+            "get",
+            "crontabs.v2.stable.example.com",
+            "from-v2",
+            "-o",
+            "json",
+        ],
+        "converting through the service",
+        |o| o.success,
+    );
+    assert_eq!(json_of(&out.stdout)["spec"]["schedule"], "*/5 * * * *");
+
     // The webhook goes away: reads in v2 and writes through v2 fail with upstream's error; the
     // storage version still reads, since nothing needs converting.
     let dead = e2e::free_port();
     let dead_url = format!("https://127.0.0.1:{dead}/convert");
-    k.ok(&[
-        "patch",
-        "crd",
-        "crontabs.stable.example.com",
-        "--type=json",
-        "-p",
-        &format!(
-            r#"[{{"op":"replace","path":"/spec/conversion/webhook/clientConfig/url","value":"{dead_url}"}}]"#
-        ),
-    ]);
+    set_client_config(json!({"caBundle": ca_bundle, "url": dead_url}));
     let refused = format!(
         "Post \"{dead_url}?timeout=30s\": dial tcp 127.0.0.1:{dead}: connect: connection refused"
     );
@@ -450,4 +497,47 @@ async fn webhook_conversion_with_the_real_kubectl() {
         "jsonpath={.items[*].metadata.name}",
     ]);
     assert_eq!(names, "from-v1 from-v2");
+
+    // v2 becomes the storage version: storedVersions keeps v1 (objects are still stored in
+    // it), and a v2 object is now written without the (still dead) webhook.
+    let flip = json!([
+        {"op": "replace", "path": "/spec/versions/0/storage", "value": false},
+        {"op": "replace", "path": "/spec/versions/1/storage", "value": true},
+    ]);
+    k.ok(&[
+        "patch",
+        "crd",
+        "crontabs.stable.example.com",
+        "--type=json",
+        "-p",
+        &flip.to_string(),
+    ]);
+    eventually(
+        &k,
+        &[
+            "get",
+            "crd",
+            "crontabs.stable.example.com",
+            "-o",
+            "jsonpath={.status.storedVersions}",
+        ],
+        "listing v2 as stored",
+        |o| o.stdout == r#"["v1","v2"]"#,
+    );
+    k.ok(&["create", "-f", &again]);
+    let again = json_of(&k.ok(&[
+        "get",
+        "crontabs.v2.stable.example.com",
+        "again",
+        "-o",
+        "json",
+    ]));
+    assert_eq!(again["spec"]["schedule"], "2 2 * * *");
+    let err = k.fails(&["get", "crontabs.v1.stable.example.com", "again"]);
+    assert!(
+        err.contains(&format!(
+            "Internal error occurred: conversion webhook for stable.example.com/v2, Kind=CronTab failed: {refused}"
+        )),
+        "{err}"
+    );
 }
