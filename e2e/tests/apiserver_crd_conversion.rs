@@ -375,6 +375,36 @@ async fn webhook_conversion_with_the_real_kubectl() {
     ]));
     assert_eq!(v1["metadata"]["labels"]["team"], "a");
 
+    // Server-side apply through v2 starts from the object in v2 (the field kubectl create set
+    // there is owned, as upstream reports) and stores it in v1.
+    let applied = write(
+        "applied.yaml",
+        &crontab("v2", "from-v2", "schedule", "*/7 * * * *", "team: a"),
+    );
+    let err = k.fails(&["apply", "--server-side", "-f", &applied]);
+    assert!(
+        err.contains(
+            "Apply failed with 1 conflict: conflict with \"kubectl-create\" using stable.example.com/v2: .spec.schedule"
+        ),
+        "{err}"
+    );
+    k.ok(&[
+        "apply",
+        "--server-side",
+        "--force-conflicts",
+        "-f",
+        &applied,
+    ]);
+    let v1 = json_of(&k.ok(&[
+        "get",
+        "crontabs.v1.stable.example.com",
+        "from-v2",
+        "-o",
+        "json",
+    ]));
+    assert_eq!(v1["spec"]["cronSpec"], "*/7 * * * *");
+    assert!(v1["spec"].get("schedule").is_none(), "{v1}");
+
     // A webhook that renames the object is refused with upstream's message.
     let broken = write(
         "broken.yaml",
@@ -449,7 +479,7 @@ async fn webhook_conversion_with_the_real_kubectl() {
         "converting through the service",
         |o| o.success,
     );
-    assert_eq!(json_of(&out.stdout)["spec"]["schedule"], "*/5 * * * *");
+    assert_eq!(json_of(&out.stdout)["spec"]["schedule"], "*/7 * * * *");
 
     // The webhook goes away: reads in v2 and writes through v2 fail with upstream's error; the
     // storage version still reads, since nothing needs converting.
