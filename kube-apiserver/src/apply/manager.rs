@@ -325,7 +325,10 @@ impl FieldManager<'_> {
             })?
             .unwrap_or_else(|| json!({}));
         let ignored = self.ignored(&[config]);
-        let applied = self.clean(&to_field_set(config, root), &ignored);
+        // The configuration's own identity (name, type) counts for what it keeps, so dropping
+        // every label never prunes `metadata` itself.
+        let applied_whole = to_field_set(config, root).recursive_difference(&ignored);
+        let applied = applied_whole.difference(&stripped_fields());
         let (api_version, subresource) = (self.api_version, self.subresource);
         let mine = |e: &Entry| e.is(manager, Operation::Apply, api_version, subresource);
         let last = managed
@@ -352,9 +355,10 @@ impl FieldManager<'_> {
             let owned = managed
                 .entries
                 .iter()
-                .fold(FieldSet::new(), |all, e| all.union(&e.fields));
-            let removal =
-                ensure_named_fields(&last, root).difference(&ensure_named_fields(&owned, root));
+                .fold(applied_whole, |all, e| all.union(&e.fields));
+            let removal = ensure_named_fields(&last, root)
+                .difference(&ensure_named_fields(&owned, root))
+                .difference(&stripped_fields());
             remove_items(&mut merged, &removal, root);
         }
         let comparison = compare(live_plain.as_ref(), Some(&merged), root, live.is_none());
@@ -595,6 +599,24 @@ mod tests {
         assert_eq!(
             err.into_api_error().message(),
             "Apply failed with 1 conflict: conflict with \"kubectl-scale\" using apps/v1: .spec.replicas"
+        );
+    }
+
+    #[test]
+    fn dropping_all_labels_keeps_the_metadata() {
+        let mut config = deployment(2, "a");
+        config["metadata"]["labels"] = json!({"x": "1"});
+        let live = fm().apply(None, &config, "a", false, T1).unwrap();
+        let bare = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "d", "namespace": "ns"}, "spec": {"replicas": 2}});
+        let next = fm().apply(Some(&live), &bare, "a", false, T2).unwrap();
+        assert_eq!(next["metadata"]["name"], "d");
+        assert_eq!(next["metadata"]["namespace"], "ns");
+        assert!(next["metadata"].get("labels").is_none(), "{next}");
+        assert_eq!(next["apiVersion"], "apps/v1");
+        assert!(
+            next["spec"].get("template").is_none(),
+            "template was only a's"
         );
     }
 
