@@ -509,6 +509,24 @@ async fn webhook_conversion_with_the_real_kubectl() {
         )),
         "{err}"
     );
+    // A watch in v2 ends with the conversion's error as an ERROR event.
+    let (code, body) = server
+        .get("/apis/stable.example.com/v2/namespaces/default/crontabs?watch=1&timeoutSeconds=20")
+        .await
+        .unwrap();
+    assert_eq!(code, 200, "{body}");
+    let events: Vec<Value> = body.lines().map(json_of).collect();
+    assert_eq!(events.len(), 1, "{body}");
+    assert_eq!(events[0]["type"], "ERROR");
+    assert_eq!(events[0]["object"]["code"], 500);
+    assert_eq!(events[0]["object"]["reason"], "InternalError");
+    assert!(
+        events[0]["object"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("conversion webhook for stable.example.com/v1, Kind=CronTab failed"),
+        "{body}"
+    );
     let again = write(
         "again.yaml",
         &crontab("v2", "again", "schedule", "2 2 * * *", ""),
