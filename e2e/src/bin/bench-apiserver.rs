@@ -55,6 +55,16 @@ impl Client {
         path: &str,
         body: Option<&Value>,
     ) -> anyhow::Result<(u16, Bytes)> {
+        self.send_as(method, path, body, "application/json").await
+    }
+
+    async fn send_as(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&Value>,
+        content_type: &str,
+    ) -> anyhow::Result<(u16, Bytes)> {
         let bytes = body
             .map(serde_json::to_vec)
             .transpose()?
@@ -62,7 +72,7 @@ impl Client {
         let mut request = hyper::Request::builder()
             .method(method)
             .uri(format!("https://localhost{path}"))
-            .header("content-type", "application/json");
+            .header("content-type", content_type);
         if let Some(authorization) = &self.authorization {
             request = request.header("authorization", authorization);
         }
@@ -80,7 +90,19 @@ impl Client {
         body: Option<&Value>,
         code: u16,
     ) -> anyhow::Result<Bytes> {
-        let (status, bytes) = self.send(method, path, body).await?;
+        self.expect_as(method, path, body, "application/json", code)
+            .await
+    }
+
+    async fn expect_as(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&Value>,
+        content_type: &str,
+        code: u16,
+    ) -> anyhow::Result<Bytes> {
+        let (status, bytes) = self.send_as(method, path, body, content_type).await?;
         anyhow::ensure!(
             status == code,
             "{method} {path}: {status} {}",
@@ -259,6 +281,102 @@ async fn watch_latency(port: u16, ca: &Path, events: usize) -> anyhow::Result<Sa
     })
 }
 
+const APPLY: &str = "application/apply-patch+yaml";
+
+/// A CRD with a structural schema, a default and a CEL rule, as operators' CRDs have.
+fn widget_crd() -> Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.bench.example.com"},
+        "spec": {"group": "bench.example.com", "scope": "Namespaced",
+            "names": {"plural": "widgets", "kind": "Widget"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": {
+                    "type": "object",
+                    "x-kubernetes-validations": [{"rule": "self.replicas <= self.maxReplicas"}],
+                    "properties": {
+                        "replicas": {"type": "integer", "minimum": 0, "default": 1},
+                        "maxReplicas": {"type": "integer", "default": 10},
+                        "payload": {"type": "string", "maxLength": 1024},
+                    }}}}}}]}
+    })
+}
+
+fn widget(name: &str) -> Value {
+    json!({"apiVersion": "bench.example.com/v1", "kind": "Widget", "metadata": {"name": name},
+           "spec": {"replicas": 3, "payload": "x".repeat(256)}})
+}
+
+/// Server-side apply of ConfigMaps (creating, then re-applying a change) and creates of a
+/// custom resource whose schema and rule are checked on every write.
+async fn apply_and_custom(
+    name: &str,
+    port: u16,
+    ca: &Path,
+    admin: &Client,
+    report: &mut String,
+) -> anyhow::Result<()> {
+    create_namespace(admin, "bench-apply").await?;
+    for (label, pass, code) in [("create", 0usize, 201u16), ("change", 1, 200)] {
+        for &c in &[1usize, 8] {
+            let pool = clients(c, port, ca).await?;
+            let sample = load(&pool, 1024, move |client, i| async move {
+                let mut cm = configmap(&format!("a-{c}-{i}"));
+                cm["data"]["pass"] = json!(pass.to_string());
+                client
+                    .expect_as(
+                        "PATCH",
+                        &format!(
+                            "/api/v1/namespaces/bench-apply/configmaps/a-{c}-{i}?fieldManager=bench"
+                        ),
+                        Some(&cm),
+                        APPLY,
+                        code,
+                    )
+                    .await?;
+                Ok(())
+            })
+            .await?;
+            report.push_str(&sample.row(&format!("{name}: server-side apply ({label})"), c));
+        }
+    }
+    admin
+        .expect(
+            "POST",
+            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+            Some(&widget_crd()),
+            201,
+        )
+        .await?;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while admin
+        .send("GET", "/apis/bench.example.com/v1/widgets", None)
+        .await?
+        .0
+        != 200
+    {
+        anyhow::ensure!(Instant::now() < deadline, "the CRD was never served");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    for &c in &[1usize, 8] {
+        let pool = clients(c, port, ca).await?;
+        let sample = load(&pool, 1024, move |client, i| async move {
+            client
+                .expect(
+                    "POST",
+                    "/apis/bench.example.com/v1/namespaces/bench-apply/widgets",
+                    Some(&widget(&format!("w-{c}-{i}"))),
+                    201,
+                )
+                .await?;
+            Ok(())
+        })
+        .await?;
+        report.push_str(&sample.row(&format!("{name}: create custom resource (schema + CEL)"), c));
+    }
+    Ok(())
+}
+
 fn rss_kib(pid: u32) -> (u64, u64) {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     let field = |name: &str| {
@@ -376,6 +494,8 @@ async fn bench_backend(
         .await?;
         report.push_str(&sample.row(&format!("{name}: create ConfigMap"), c));
     }
+    eprintln!("{name}: server-side apply and custom resources");
+    apply_and_custom(name, port, &ca, &admin, report).await?;
     eprintln!("{name}: gets");
     for &c in CONCURRENCY {
         let pool = clients(c, port, &ca).await?;
