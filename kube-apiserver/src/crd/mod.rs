@@ -156,3 +156,54 @@ impl CustomResource {
         errs
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn custom() -> CustomResource {
+        CustomResource {
+            crd_name: "crontabs.stable.example.com".into(),
+            storage_version: "v1".into(),
+            schema: None,
+            cel: None,
+            printer: Arc::default(),
+            scale: None,
+            terminating: false,
+            conversion: None,
+        }
+    }
+
+    fn info() -> &'static ResourceInfo {
+        let crd = json!({
+            "metadata": {"name": "crontabs.stable.example.com"},
+            "spec": {"group": "stable.example.com", "scope": "Namespaced",
+                     "names": {"plural": "crontabs", "kind": "CronTab"},
+                     "versions": [{"name": "v2", "served": true, "storage": false}]},
+        });
+        info::resource_info(&crd, &crd["spec"]["versions"][0], "v1")
+    }
+
+    #[tokio::test]
+    async fn the_none_conversion_only_rewrites_api_version() {
+        let object = json!({"apiVersion": "stable.example.com/v2", "kind": "CronTab",
+                            "spec": {"schedule": "x"}});
+        let stored = custom().to_storage(info(), object.clone()).await.unwrap();
+        assert_eq!(stored["apiVersion"], "stable.example.com/v1");
+        assert_eq!(stored["spec"], object["spec"]);
+        let served = custom().serve(info(), stored.clone()).await.unwrap();
+        assert_eq!(served, object);
+        let listed = custom()
+            .serve_list(info(), vec![stored.clone(), stored])
+            .await
+            .unwrap();
+        assert_eq!(listed, vec![object.clone(), object.clone()]);
+        // The object an update starts from is left as stored.
+        let old = json!({"apiVersion": "stable.example.com/v1", "kind": "CronTab"});
+        assert_eq!(
+            custom().from_storage(info(), old.clone()).await.unwrap(),
+            old
+        );
+    }
+}
