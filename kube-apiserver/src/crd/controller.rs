@@ -8,7 +8,7 @@ use super::finalizer;
 use super::registry::storage_version;
 use crate::registry::{Part, RegistryError, ResourceStore};
 use crate::rest::state::ApiState;
-use crate::storage::cacher::{Cacher, WatchEvent, WatchStart, everything};
+use crate::storage::cacher::{Cacher, WatchEvent};
 use anyhow::Context;
 use parking_lot::Mutex;
 use serde_json::{Value, json};
@@ -50,25 +50,10 @@ struct Controller {
 }
 
 async fn open(cacher: &Cacher) -> anyhow::Result<(Vec<Arc<Value>>, mpsc::Receiver<WatchEvent>)> {
-    let mut events = cacher
-        .watch(
-            cacher.prefix(),
-            WatchStart::InitialState { end_bookmark: true },
-            everything(),
-            false,
-        )
+    cacher
+        .snapshot_and_watch()
         .await
-        .map_err(|err| anyhow::anyhow!("watching CRDs: {err}"))?;
-    let mut objects = Vec::new();
-    loop {
-        match events.recv().await {
-            Some(WatchEvent::Added(v) | WatchEvent::Modified(v)) => objects.push(v),
-            Some(WatchEvent::InitialEventsEnd(_)) => return Ok((objects, events)),
-            Some(WatchEvent::Deleted(_) | WatchEvent::Bookmark(_)) => {}
-            Some(WatchEvent::Error(err)) => anyhow::bail!("watching CRDs: {err}"),
-            None => anyhow::bail!("the CRD watch ended before its initial events"),
-        }
-    }
+        .map_err(|err| anyhow::anyhow!("watching CRDs: {err}"))
 }
 
 impl Controller {

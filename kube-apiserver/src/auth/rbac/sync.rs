@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::state::{RbacKind, RbacObject, RbacStore};
 use crate::rest::state::ApiState;
-use crate::storage::cacher::{Cacher, WatchEvent, WatchStart, everything};
+use crate::storage::cacher::{Cacher, WatchEvent};
 
 const GROUP: &str = "rbac.authorization.k8s.io";
 const VERSION: &str = "v1";
@@ -71,33 +71,19 @@ pub async fn keep_current(
     Ok(())
 }
 
-/// Opens a watch of the cache's whole prefix from its current state and reads that state up to
-/// the end-of-initial-events marker: no change can fall between the list and the watch.
+/// The cache's current objects of `kind` and a watch of what follows them.
 async fn open(
     cacher: &Cacher,
     kind: RbacKind,
 ) -> anyhow::Result<(Vec<RbacObject>, mpsc::Receiver<WatchEvent>)> {
-    let mut events = cacher
-        .watch(
-            cacher.prefix(),
-            WatchStart::InitialState { end_bookmark: true },
-            everything(),
-            false,
-        )
+    let (values, events) = cacher
+        .snapshot_and_watch()
         .await
         .map_err(|err| anyhow::anyhow!("{err}"))?;
-    let mut objects = Vec::new();
-    loop {
-        match events.recv().await {
-            Some(WatchEvent::Added(v) | WatchEvent::Modified(v)) => {
-                objects.extend(decode(kind, &v));
-            }
-            Some(WatchEvent::InitialEventsEnd(_)) => return Ok((objects, events)),
-            Some(WatchEvent::Deleted(_) | WatchEvent::Bookmark(_)) => {}
-            Some(WatchEvent::Error(err)) => anyhow::bail!("{err}"),
-            None => anyhow::bail!("the watch ended before its initial events"),
-        }
-    }
+    Ok((
+        values.iter().filter_map(|v| decode(kind, v)).collect(),
+        events,
+    ))
 }
 
 /// Applies one resource's events to `rbac`, re-opening the watch whenever it ends.

@@ -223,6 +223,36 @@ impl Cacher {
         Ok(output_rx)
     }
 
+    /// The current objects of the whole prefix and a watch of every change after them, for
+    /// in-process followers (RBAC, the CRD controller): the state is read up to the
+    /// end-of-initial-events marker, so no change falls between the snapshot and the watch.
+    pub async fn snapshot_and_watch(
+        &self,
+    ) -> Result<(Vec<Arc<Value>>, mpsc::Receiver<WatchEvent>), StorageError> {
+        let mut events = self
+            .watch(
+                &self.prefix,
+                WatchStart::InitialState { end_bookmark: true },
+                everything(),
+                false,
+            )
+            .await?;
+        let mut objects = Vec::new();
+        loop {
+            match events.recv().await {
+                Some(WatchEvent::Added(v) | WatchEvent::Modified(v)) => objects.push(v),
+                Some(WatchEvent::InitialEventsEnd(_)) => return Ok((objects, events)),
+                Some(WatchEvent::Deleted(_) | WatchEvent::Bookmark(_)) => {}
+                Some(WatchEvent::Error(err)) => return Err(err),
+                None => {
+                    return Err(StorageError::Internal(
+                        "the watch ended before its initial events".into(),
+                    ));
+                }
+            }
+        }
+    }
+
     /// How many watchers the cache is serving.
     pub fn watcher_count(&self) -> usize {
         self.inner.read().watchers.len()
