@@ -416,6 +416,19 @@ async fn webhook_conversion_with_the_real_kubectl() {
         "{err}"
     );
 
+    // Each review is timed in upstream's metric.
+    let (code, metrics) = server.get("/metrics").await.unwrap();
+    assert_eq!(code, 200);
+    assert!(
+        metrics.lines().any(|l| l
+            .starts_with("apiserver_crd_conversion_webhook_duration_seconds_count{")
+            && l.contains("crd_name=\"crontabs.stable.example.com\"")
+            && l.contains("from_version=\"v2\"")
+            && l.contains("to_version=\"v1\"")
+            && l.contains("succeeded=\"true\"")),
+        "{metrics}"
+    );
+
     // storedVersions names only the storage version.
     let stored = k.ok(&[
         "get",

@@ -24,6 +24,8 @@ const V1BETA1: &str = "apiextensions.k8s.io/v1beta1";
 
 /// The conversion webhook of one CRD, shared by its served versions.
 pub struct WebhookConverter {
+    /// The CRD's name, for the conversion metrics.
+    crd_name: String,
     endpoint: Endpoint,
     ca_bundle: Option<Vec<u8>>,
     /// `conversionReviewVersions`, in the CRD's order of preference.
@@ -69,6 +71,10 @@ impl WebhookConverter {
             })
             .unwrap_or_default();
         Some(Self {
+            crd_name: crd["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
             endpoint,
             ca_bundle,
             review_versions,
@@ -89,7 +95,8 @@ impl WebhookConverter {
             return Ok(object);
         }
         let gvk = gvk_of(&object);
-        let mut converted = self.review(&[&object], api_version, &gvk).await?;
+        let from = version_of(object["apiVersion"].as_str().unwrap_or_default());
+        let mut converted = self.timed(&[&object], api_version, &gvk, from).await?;
         if converted.len() != 1 {
             return Err(format!(
                 "conversion webhook for {gvk} returned {} objects, expected 1",
@@ -126,7 +133,10 @@ impl WebhookConverter {
             return Ok(items);
         }
         let originals: Vec<&Value> = wanted.iter().map(|&i| &items[i]).collect();
-        let converted = self.review(&originals, api_version, list_gvk).await?;
+        // Upstream's metric names the list's version, which is the one asked for.
+        let converted = self
+            .timed(&originals, api_version, list_gvk, version_of(api_version))
+            .await?;
         if converted.len() != wanted.len() {
             return Err(format!(
                 "conversion webhook for {list_gvk} returned {} objects, expected {}",
@@ -154,6 +164,28 @@ impl WebhookConverter {
             items[i] = accepted;
         }
         Ok(items)
+    }
+
+    /// [`Self::review`], recorded in upstream's
+    /// `apiserver_crd_conversion_webhook_duration_seconds`.
+    async fn timed(
+        &self,
+        objects: &[&Value],
+        api_version: &str,
+        gvk: &str,
+        from_version: &str,
+    ) -> Result<Vec<Value>, String> {
+        let start = std::time::Instant::now();
+        let result = self.review(objects, api_version, gvk).await;
+        metrics::histogram!(
+            "apiserver_crd_conversion_webhook_duration_seconds",
+            "crd_name" => self.crd_name.clone(),
+            "from_version" => from_version.to_owned(),
+            "to_version" => version_of(api_version).to_owned(),
+            "succeeded" => result.is_ok().to_string(),
+        )
+        .record(start.elapsed().as_secs_f64());
+        result
     }
 
     /// Sends one review of `objects`; the converted objects of a successful answer.
@@ -215,6 +247,11 @@ fn gvk_of(object: &Value) -> String {
     let api_version = object["apiVersion"].as_str().unwrap_or_default();
     let kind = object["kind"].as_str().unwrap_or_default();
     gvk_string(api_version, kind)
+}
+
+/// The version part of an apiVersion.
+fn version_of(api_version: &str) -> &str {
+    api_version.rsplit('/').next().unwrap_or_default()
 }
 
 /// Go's rendering of a group, version and kind: `<group>/<version>, Kind=<kind>`.
