@@ -71,6 +71,8 @@ pub struct Config {
     pub advertise_address: IpAddr,
     /// `--audit-policy-file` (read and validated) and `--audit-log-*`.
     pub audit: crate::audit::AuditConfig,
+    /// `--kubelet-*`: how logs, exec, attach, port-forward and proxy reach kubelets.
+    pub kubelet_client: crate::rest::proxy::KubeletClientConfig,
 }
 
 impl TryFrom<Options> for Config {
@@ -219,6 +221,8 @@ impl TryFrom<Options> for Config {
             })
             .unwrap_or_else(default_interface_address);
         let audit = audit_config(&options.audit)?;
+        let kubelet_client =
+            crate::rest::proxy::KubeletClientConfig::from_options(&options.kubelet)?;
 
         Ok(Self {
             secure_serving,
@@ -244,6 +248,7 @@ impl TryFrom<Options> for Config {
             service_node_port_range,
             advertise_address,
             audit,
+            kubelet_client,
         })
     }
 }

@@ -38,6 +38,8 @@ pub struct Options {
     #[command(flatten)]
     pub misc: MiscOptions,
     #[command(flatten)]
+    pub kubelet: crate::rest::proxy::KubeletClientOptions,
+    #[command(flatten)]
     pub common: CommonFlags,
 }
 

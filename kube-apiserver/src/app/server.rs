@@ -50,6 +50,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         started = start_storage_retrying(&config, &shutdown) => started?,
         _ = shutdown.cancelled() => return Ok(()),
     };
+    state.set_kubelet_client(config.kubelet_client.clone());
     bootstrap::ensure(&state, &config)
         .await
         .context("creating the bootstrap objects")?;

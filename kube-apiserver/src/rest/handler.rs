@@ -144,6 +144,10 @@ where
         }
         _ => {}
     }
+    // log, exec, attach, portforward and proxy go to kubelets and backends as streams.
+    if super::proxy::handles(info, &request.subresource) {
+        return super::proxy::serve(state, info, request, req).await;
+    }
     let query = Query::parse(req.uri().query());
     let dry_run = query.dry_run()?;
     let mut store = if dry_run {

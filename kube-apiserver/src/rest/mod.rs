@@ -7,6 +7,7 @@ pub mod encode;
 pub mod errors;
 pub mod field_validation;
 pub mod handler;
+pub mod proxy;
 pub mod query;
 pub mod reviews;
 pub mod state;

@@ -82,6 +82,8 @@ pub struct ApiState {
     /// The OpenAPI documents of the established CRDs, rebuilt by the CRD controller.
     pub custom_openapi: crate::openapi::custom::CustomDocuments,
     security: OnceLock<Security>,
+    /// How the proxying subresources reach kubelets (`--kubelet-*`).
+    kubelet_client: OnceLock<Arc<crate::rest::proxy::KubeletClientConfig>>,
     /// The custom resources of the installed CRDs.
     pub crds: Arc<crate::crd::registry::CrdRegistry>,
 }
@@ -132,6 +134,7 @@ impl ApiState {
                 )),
                 backend,
                 security: OnceLock::new(),
+                kubelet_client: OnceLock::new(),
                 custom_openapi: Default::default(),
             }
         }))
@@ -149,6 +152,18 @@ impl ApiState {
         static PERMISSIVE: std::sync::LazyLock<Security> =
             std::sync::LazyLock::new(Security::default);
         self.security.get().unwrap_or(&PERMISSIVE)
+    }
+
+    /// Sets the kubelet client (`--kubelet-*`); only the first call counts.
+    pub fn set_kubelet_client(&self, config: crate::rest::proxy::KubeletClientConfig) {
+        if self.kubelet_client.set(Arc::new(config)).is_err() {
+            tracing::warn!("the apiserver's kubelet client was already set");
+        }
+    }
+
+    /// The kubelet client (upstream's defaults until set).
+    pub fn kubelet_client(&self) -> Arc<crate::rest::proxy::KubeletClientConfig> {
+        self.kubelet_client.get_or_init(Default::default).clone()
     }
 
     /// The entry of a served resource.
