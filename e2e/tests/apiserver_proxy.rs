@@ -1,0 +1,399 @@
+//! The proxying subresources with the real kubectl against our apiserver and a fake kubelet
+//! run by the test (HTTPS with a certificate from the test CA, demanding the apiserver's
+//! `--kubelet-client-certificate`): `kubectl logs` (with `--tail`, `-c`, `-f` streaming), the
+//! multi-container error, an exec upgrade whose bytes echo through the 101, and
+//! `nodes/<n>/proxy/healthz`.
+
+use bytes::Bytes;
+use e2e::apiserver::{ApiServer, Backend};
+use e2e::kubectl::Kubectl;
+use e2e::pki::Pki;
+use http_body_util::{BodyExt, Full, StreamBody, combinators::BoxBody};
+use hyper::body::{Frame, Incoming};
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use std::convert::Infallible;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+use tokio::sync::Notify;
+use tokio_rustls::TlsAcceptor;
+
+type FakeBody = BoxBody<Bytes, Infallible>;
+
+/// What the fake kubelet saw: each request's path and query, and whether every connection
+/// presented a client certificate.
+#[derive(Default)]
+struct Seen {
+    requests: Vec<String>,
+    anonymous_connections: usize,
+}
+
+fn text(status: StatusCode, body: &str) -> Response<FakeBody> {
+    let mut response = Response::new(Full::new(Bytes::from(body.to_string())).boxed());
+    *response.status_mut() = status;
+    response
+}
+
+/// Answers one kubelet request: logs (a follow stream waits for `release` before its last
+/// line), `/healthz`, and exec upgrades that echo bytes.
+async fn kubelet(
+    mut req: Request<Incoming>,
+    seen: Arc<Mutex<Seen>>,
+    release: Arc<Notify>,
+) -> Result<Response<FakeBody>, Infallible> {
+    let uri = req.uri().to_string();
+    seen.lock().unwrap().requests.push(uri.clone());
+    let path = req.uri().path().to_string();
+    let query = req.uri().query().unwrap_or_default().to_string();
+    if path == "/healthz" {
+        return Ok(text(StatusCode::OK, "ok"));
+    }
+    if let Some(rest) = path.strip_prefix("/containerLogs/") {
+        if query.contains("follow=true") {
+            let (tx, rx) = tokio::sync::mpsc::channel::<Result<Frame<Bytes>, Infallible>>(4);
+            tokio::spawn(async move {
+                let _ = tx.send(Ok(Frame::data(Bytes::from("first\n")))).await;
+                release.notified().await;
+                let _ = tx.send(Ok(Frame::data(Bytes::from("last\n")))).await;
+            });
+            let stream = tokio_stream_from(rx);
+            return Ok(Response::new(StreamBody::new(stream).boxed()));
+        }
+        return Ok(text(
+            StatusCode::OK,
+            &format!("log of {rest}\nquery {query}\n"),
+        ));
+    }
+    if path.starts_with("/exec/") {
+        let protocol = req
+            .headers()
+            .get("x-stream-protocol-version")
+            .cloned()
+            .unwrap_or_else(|| "v4.channel.k8s.io".parse().unwrap());
+        let upgrade = hyper::upgrade::on(&mut req);
+        tokio::spawn(async move {
+            if let Ok(upgraded) = upgrade.await {
+                let mut io = TokioIo::new(upgraded);
+                let mut buf = [0u8; 1024];
+                while let Ok(n) = io.read(&mut buf).await {
+                    if n == 0 || io.write_all(&buf[..n]).await.is_err() {
+                        break;
+                    }
+                }
+            }
+        });
+        let mut response = Response::new(Full::new(Bytes::new()).boxed());
+        *response.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
+        let headers = response.headers_mut();
+        headers.insert("connection", "Upgrade".parse().unwrap());
+        headers.insert("upgrade", "SPDY/3.1".parse().unwrap());
+        headers.insert("x-stream-protocol-version", protocol);
+        return Ok(response);
+    }
+    Ok(text(StatusCode::NOT_FOUND, "404 page not found"))
+}
+
+/// An mpsc receiver as a stream of frames.
+fn tokio_stream_from(
+    rx: tokio::sync::mpsc::Receiver<Result<Frame<Bytes>, Infallible>>,
+) -> impl futures::Stream<Item = Result<Frame<Bytes>, Infallible>> {
+    futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|f| (f, rx)) })
+}
+
+/// Runs the fake kubelet on a loopback port until the test's runtime ends.
+async fn fake_kubelet(pki: &Pki, seen: Arc<Mutex<Seen>>, release: Arc<Notify>) -> u16 {
+    let (cert, key) = pki.issue_serving(&["127.0.0.1"]);
+    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(&cert)
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let key = PrivateKeyDer::from_pem_file(&key).unwrap();
+    let mut roots = rustls::RootCertStore::empty();
+    for ca in CertificateDer::pem_file_iter(pki.ca_file()).unwrap() {
+        roots.add(ca.unwrap()).unwrap();
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    // Client certificates are optional here so that a missing one is counted, not refused.
+    let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+        Arc::new(roots),
+        provider.clone(),
+    )
+    .allow_unauthenticated()
+    .build()
+    .unwrap();
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_client_cert_verifier(verifier)
+        .with_single_cert(chain, key)
+        .unwrap();
+    let acceptor = TlsAcceptor::from(Arc::new(config));
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        loop {
+            let Ok((tcp, _)) = listener.accept().await else {
+                return;
+            };
+            let acceptor = acceptor.clone();
+            let seen = seen.clone();
+            let release = release.clone();
+            tokio::spawn(async move {
+                let Ok(tls) = acceptor.accept(tcp).await else {
+                    return;
+                };
+                if tls.get_ref().1.peer_certificates().is_none() {
+                    seen.lock().unwrap().anonymous_connections += 1;
+                }
+                let service = hyper::service::service_fn(move |req| {
+                    kubelet(req, seen.clone(), release.clone())
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(tls), service)
+                    .with_upgrades()
+                    .await;
+            });
+        }
+    });
+    port
+}
+
+fn manifests(port: u16) -> String {
+    format!(
+        r#"apiVersion: v1
+kind: Node
+metadata:
+  name: node-1
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: web
+  namespace: default
+spec:
+  nodeName: node-1
+  containers:
+  - name: app
+    image: busybox
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: multi
+  namespace: default
+spec:
+  nodeName: node-1
+  containers:
+  - name: a
+    image: busybox
+  - name: b
+    image: busybox
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: pending
+  namespace: default
+spec:
+  containers:
+  - name: app
+    image: busybox
+# kubelet port {port}
+"#
+    )
+}
+
+/// Sends a raw HTTP/1.1 upgrade for `path` through the apiserver; returns the response head
+/// and, after a 101, what came back for `ping`.
+async fn upgrade_through(server: &ApiServer, path: &str) -> (String, Vec<u8>) {
+    let mut tls = e2e::https::tls(server.addr(), &server.ca_file(), &[b"http/1.1"])
+        .await
+        .unwrap();
+    let request = format!(
+        "POST {path} HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer e2e\r\n\
+         Connection: Upgrade\r\nUpgrade: SPDY/3.1\r\n\
+         X-Stream-Protocol-Version: v4.channel.k8s.io\r\nContent-Length: 0\r\n\r\n",
+        server.addr()
+    );
+    tls.write_all(request.as_bytes()).await.unwrap();
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        let n = tokio::time::timeout(Duration::from_secs(10), tls.read(&mut byte))
+            .await
+            .expect("response head in time")
+            .unwrap();
+        assert!(n > 0, "connection closed in the head: {head:?}");
+        head.push(byte[0]);
+    }
+    let head = String::from_utf8_lossy(&head).into_owned();
+    if !head.starts_with("HTTP/1.1 101") {
+        return (head, Vec::new());
+    }
+    tls.write_all(b"ping").await.unwrap();
+    let mut echoed = vec![0u8; 4];
+    tokio::time::timeout(Duration::from_secs(10), tls.read_exact(&mut echoed))
+        .await
+        .expect("echo in time")
+        .unwrap();
+    (head, echoed)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn logs_exec_and_node_proxy_reach_the_kubelet() {
+    let dir = tempfile::tempdir().unwrap();
+    let pki = Pki::new(&dir.path().join("kubelet-pki"));
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let release = Arc::new(Notify::new());
+    let port = fake_kubelet(&pki, seen.clone(), release.clone()).await;
+    let (client_cert, client_key) = pki.issue_client("kube-apiserver-kubelet-client", &[]);
+    let server = ApiServer::start_with(
+        &dir.path().join("server"),
+        Backend::Embedded,
+        &[
+            "--disable-admission-plugins=ServiceAccount".to_string(),
+            format!("--kubelet-client-certificate={}", client_cert.display()),
+            format!("--kubelet-client-key={}", client_key.display()),
+            format!(
+                "--kubelet-certificate-authority={}",
+                pki.ca_file().display()
+            ),
+            "--kubelet-preferred-address-types=InternalIP,Hostname".to_string(),
+        ],
+    )
+    .await
+    .unwrap();
+    let k = Kubectl::upstream(
+        &dir.path().join("kubectl"),
+        &server.url(),
+        &server.ca_file(),
+    );
+    let manifest = dir.path().join("objects.yaml");
+    std::fs::write(&manifest, manifests(port)).unwrap();
+    k.ok(&["create", "-f", manifest.to_str().unwrap()]);
+    let status = format!(
+        r#"{{"status":{{"addresses":[{{"type":"InternalIP","address":"127.0.0.1"}}],"daemonEndpoints":{{"kubeletEndpoint":{{"Port":{port}}}}}}}}}"#
+    );
+    k.ok(&[
+        "patch",
+        "node",
+        "node-1",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        &status,
+    ]);
+
+    // Logs: the container is the pod's only one; --tail and -c reach the kubelet's query.
+    let out = k.ok(&["logs", "web"]);
+    assert_eq!(out, "log of default/web/app\nquery \n", "{}", server.logs());
+    let out = k.ok(&["logs", "web", "-c", "app", "--tail=1", "--timestamps"]);
+    assert_eq!(
+        out,
+        "log of default/web/app\nquery tailLines=1&timestamps=true\n"
+    );
+    // A container the pod does not have, and a pod with several and none named (kubectl
+    // itself picks a default container, so the raw request shows the apiserver's answer).
+    let err = k.fails(&[
+        "get",
+        "--raw",
+        "/api/v1/namespaces/default/pods/web/log?container=nope",
+    ]);
+    assert!(
+        err.contains("container nope is not valid for pod web"),
+        "{err}"
+    );
+    let err = k.fails(&["get", "--raw", "/api/v1/namespaces/default/pods/multi/log"]);
+    assert!(
+        err.contains("a container name must be specified for pod multi, choose one of: [a b]"),
+        "{err}"
+    );
+    let out = k.ok(&["logs", "multi", "-c", "b"]);
+    assert_eq!(out, "log of default/multi/b\nquery \n");
+    // An unscheduled pod has no logs yet: an empty answer, as upstream.
+    let out = k.ok(&[
+        "get",
+        "--raw",
+        "/api/v1/namespaces/default/pods/pending/log",
+    ]);
+    assert_eq!(out, "");
+    let err = k.fails(&[
+        "get",
+        "--raw",
+        "/api/v1/namespaces/default/pods/web/log?tailLines=-1",
+    ]);
+    assert!(err.contains("must be greater than or equal to 0"), "{err}");
+
+    // Following streams: the first line arrives while the kubelet holds the stream open.
+    let mut follow = k.spawn(&["logs", "-f", "web"]);
+    follow.wait_for(Duration::from_secs(10), "the first line", |out| {
+        out.contains("first\n")
+    });
+    assert!(!follow.stdout().contains("last"));
+    release.notify_one();
+    follow.wait_for(Duration::from_secs(10), "the last line", |out| {
+        out == "first\nlast\n"
+    });
+
+    // Exec: the upgrade is answered by the kubelet's 101 and bytes echo through both hops.
+    let (head, echoed) = upgrade_through(
+        &server,
+        "/api/v1/namespaces/default/pods/web/exec?command=sh&stdin=true&stdout=true",
+    )
+    .await;
+    assert!(
+        head.starts_with("HTTP/1.1 101"),
+        "{head}\n{}",
+        server.logs()
+    );
+    assert!(
+        head.to_ascii_lowercase().contains("upgrade: spdy/3.1"),
+        "{head}"
+    );
+    assert_eq!(echoed, b"ping");
+    let exec_request = seen
+        .lock()
+        .unwrap()
+        .requests
+        .iter()
+        .find(|r| r.starts_with("/exec/"))
+        .cloned()
+        .unwrap();
+    assert_eq!(
+        exec_request,
+        "/exec/default/web/app?command=sh&input=1&output=1"
+    );
+    // Without streams the request is refused before any kubelet is asked.
+    let (head, _) = upgrade_through(
+        &server,
+        "/api/v1/namespaces/default/pods/web/exec?command=sh",
+    )
+    .await;
+    assert!(head.starts_with("HTTP/1.1 400"), "{head}");
+    // An unscheduled pod cannot be exec'd into.
+    let err = k.fails(&[
+        "get",
+        "--raw",
+        "/api/v1/namespaces/default/pods/pending/exec?command=true&stdout=true",
+    ]);
+    assert!(
+        err.contains("pod pending does not have a host assigned"),
+        "{err}"
+    );
+
+    // nodes/proxy reaches the kubelet with the client certificate.
+    let out = k.ok(&["get", "--raw", "/api/v1/nodes/node-1/proxy/healthz"]);
+    assert_eq!(out, "ok");
+    let err = k.fails(&["get", "--raw", "/api/v1/nodes/node-1:1/proxy/healthz"]);
+    assert!(err.contains("address not allowed"), "{err}");
+    let seen = seen.lock().unwrap();
+    assert!(seen.requests.iter().any(|r| r == "/healthz"));
+    assert_eq!(
+        seen.anonymous_connections, 0,
+        "every kubelet connection presents --kubelet-client-certificate"
+    );
+}
