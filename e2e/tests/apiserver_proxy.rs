@@ -68,6 +68,31 @@ async fn kubelet(
             &format!("log of {rest}\nquery {query}\n"),
         ));
     }
+    if path.starts_with("/attach/") {
+        // A WebSocket handshake (kubectl 1.33's default): the key, protocol and version
+        // must arrive; the accept value is not checked by the test's client.
+        let headers = req.headers();
+        let protocol = headers.get("sec-websocket-protocol").cloned();
+        let has_key = headers.contains_key("sec-websocket-key");
+        let (Some(protocol), true) = (protocol, has_key) else {
+            return Ok(text(StatusCode::BAD_REQUEST, "not a websocket handshake"));
+        };
+        let upgrade = hyper::upgrade::on(&mut req);
+        tokio::spawn(async move {
+            if let Ok(upgraded) = upgrade.await {
+                let mut io = TokioIo::new(upgraded);
+                let _ = io.write_all(b"attached").await;
+            }
+        });
+        let mut response = Response::new(Full::new(Bytes::new()).boxed());
+        *response.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
+        let headers = response.headers_mut();
+        headers.insert("connection", "Upgrade".parse().unwrap());
+        headers.insert("upgrade", "websocket".parse().unwrap());
+        headers.insert("sec-websocket-protocol", protocol);
+        headers.insert("sec-websocket-accept", "fake".parse().unwrap());
+        return Ok(response);
+    }
     if path.starts_with("/exec/") {
         let protocol = req
             .headers()
@@ -383,6 +408,50 @@ async fn logs_exec_and_node_proxy_reach_the_kubelet() {
     assert!(
         err.contains("pod pending does not have a host assigned"),
         "{err}"
+    );
+
+    // Attach over WebSocket (a GET): the handshake headers reach the kubelet and its 101
+    // comes back with the chosen subprotocol.
+    let mut tls = e2e::https::tls(server.addr(), &server.ca_file(), &[b"http/1.1"])
+        .await
+        .unwrap();
+    let request = format!(
+        "GET /api/v1/namespaces/default/pods/web/attach?stdout=true&stderr=true HTTP/1.1\r\n\
+         Host: {}\r\nAuthorization: Bearer e2e\r\nConnection: Upgrade\r\n\
+         Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\n\
+         Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\
+         Sec-WebSocket-Protocol: v5.channel.k8s.io\r\n\r\n",
+        server.addr()
+    );
+    tls.write_all(request.as_bytes()).await.unwrap();
+    let mut received = Vec::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !received.ends_with(b"attached") {
+        let mut buf = [0u8; 256];
+        let n = tokio::time::timeout_at(deadline, tls.read(&mut buf))
+            .await
+            .expect("attach answer in time")
+            .unwrap();
+        assert!(
+            n > 0,
+            "closed early: {}",
+            String::from_utf8_lossy(&received)
+        );
+        received.extend_from_slice(&buf[..n]);
+    }
+    let received = String::from_utf8_lossy(&received).to_ascii_lowercase();
+    assert!(received.starts_with("http/1.1 101"), "{received}");
+    assert!(
+        received.contains("sec-websocket-protocol: v5.channel.k8s.io"),
+        "{received}"
+    );
+    drop(tls);
+    assert!(
+        seen.lock()
+            .unwrap()
+            .requests
+            .iter()
+            .any(|r| r == "/attach/default/web/app?error=1&output=1")
     );
 
     // nodes/proxy reaches the kubelet with the client certificate.
