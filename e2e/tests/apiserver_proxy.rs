@@ -466,3 +466,177 @@ async fn logs_exec_and_node_proxy_reach_the_kubelet() {
         "every kubelet connection presents --kubelet-client-certificate"
     );
 }
+
+/// A non-loopback address of this host (upstream refuses to proxy to loopback pod IPs), found
+/// by routing a UDP socket (no packet is sent).
+fn host_address() -> Option<std::net::IpAddr> {
+    let socket = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
+    socket.connect("10.255.255.255:1").ok()?;
+    let ip = socket.local_addr().ok()?.ip();
+    (!ip.is_loopback() && !ip.is_unspecified()).then_some(ip)
+}
+
+/// A plain HTTP backend answering `<method> <path?query> <body>` for every request.
+async fn echo_backend(ip: std::net::IpAddr) -> u16 {
+    let listener = TcpListener::bind((ip, 0)).await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        loop {
+            let Ok((tcp, _)) = listener.accept().await else {
+                return;
+            };
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(|req: Request<Incoming>| async move {
+                    let line = format!("{} {}", req.method(), req.uri());
+                    let auth = req.headers().contains_key("authorization");
+                    let body = req.into_body().collect().await.unwrap().to_bytes();
+                    let answer = format!("{line} {} auth={auth}", String::from_utf8_lossy(&body));
+                    Ok::<_, Infallible>(text(StatusCode::OK, &answer))
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(tcp), service)
+                    .await;
+            });
+        }
+    });
+    port
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn pod_and_service_proxy_reach_the_backend() {
+    let Some(ip) = host_address() else {
+        eprintln!("no non-loopback address on this host: pods/proxy cannot be exercised");
+        return;
+    };
+    let port = echo_backend(ip).await;
+    let dir = tempfile::tempdir().unwrap();
+    let server = ApiServer::start(&dir.path().join("server"), Backend::Embedded)
+        .await
+        .unwrap();
+    let k = Kubectl::upstream(
+        &dir.path().join("kubectl"),
+        &server.url(),
+        &server.ca_file(),
+    );
+    let manifest = dir.path().join("objects.yaml");
+    std::fs::write(
+        &manifest,
+        format!(
+            r#"apiVersion: v1
+kind: Pod
+metadata:
+  name: backend
+  namespace: default
+spec:
+  nodeName: node-1
+  containers:
+  - name: app
+    image: busybox
+    ports:
+    - containerPort: {port}
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: web
+  namespace: default
+spec:
+  ports:
+  - name: http
+    port: 80
+    targetPort: {port}
+---
+apiVersion: v1
+kind: Endpoints
+metadata:
+  name: web
+  namespace: default
+subsets:
+- addresses:
+  - ip: "{ip}"
+    targetRef:
+      kind: Pod
+      name: backend
+      namespace: default
+  ports:
+  - name: http
+    port: {port}
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: empty
+  namespace: default
+spec:
+  ports:
+  - port: 80
+"#
+        ),
+    )
+    .unwrap();
+    k.ok(&["create", "-f", manifest.to_str().unwrap()]);
+    let status = format!(r#"{{"status":{{"podIP":"{ip}","podIPs":[{{"ip":"{ip}"}}]}}}}"#);
+    k.ok(&[
+        "patch",
+        "pod",
+        "backend",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        &status,
+    ]);
+
+    // pods/proxy: the first container port when none is named; the path and query follow,
+    // and the caller's credentials do not.
+    let out = k.ok(&[
+        "get",
+        "--raw",
+        "/api/v1/namespaces/default/pods/backend/proxy/some/path?x=1",
+    ]);
+    assert_eq!(out, "GET /some/path?x=1  auth=false", "{}", server.logs());
+    let out = k.ok(&[
+        "get",
+        "--raw",
+        &format!("/api/v1/namespaces/default/pods/backend:{port}/proxy/"),
+    ]);
+    assert_eq!(out, "GET /  auth=false");
+    // services/proxy by port name and by port number, any method with its body.
+    let out = k.ok(&[
+        "get",
+        "--raw",
+        "/api/v1/namespaces/default/services/web:http/proxy/hello",
+    ]);
+    assert_eq!(out, "GET /hello  auth=false");
+    let body = dir.path().join("body.json");
+    std::fs::write(&body, "{\"a\":1}").unwrap();
+    let out = k.ok(&[
+        "create",
+        "--raw",
+        "/api/v1/namespaces/default/services/web:80/proxy/post",
+        "-f",
+        body.to_str().unwrap(),
+    ]);
+    assert_eq!(out, "POST /post {\"a\":1} auth=false");
+    let err = k.fails(&[
+        "get",
+        "--raw",
+        "/api/v1/namespaces/default/services/web:81/proxy/",
+    ]);
+    assert!(
+        err.contains("no service port 81 found for service \"web\""),
+        "{err}"
+    );
+    let err = k.fails(&[
+        "get",
+        "--raw",
+        "/api/v1/namespaces/default/services/empty/proxy/",
+    ]);
+    // As upstream, a service without an Endpoints object is the Endpoints' 404.
+    assert!(err.contains("endpoints \"empty\" not found"), "{err}");
+    let err = k.fails(&[
+        "get",
+        "--raw",
+        "/api/v1/namespaces/default/services/ftp:web:80/proxy/",
+    ]);
+    assert!(err.contains("invalid service request"), "{err}");
+}
