@@ -227,6 +227,22 @@ spec:
   containers:
   - name: app
     image: busybox
+---
+apiVersion: v1
+kind: Node
+metadata:
+  name: node-2
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: lost
+  namespace: default
+spec:
+  nodeName: node-2
+  containers:
+  - name: app
+    image: busybox
 # kubelet port {port}
 "#
     )
@@ -453,6 +469,37 @@ async fn logs_exec_and_node_proxy_reach_the_kubelet() {
             .iter()
             .any(|r| r == "/attach/default/web/app?error=1&output=1")
     );
+
+    // A node without an address of the preferred types, then one whose kubelet is gone:
+    // upstream's 500 for logs, 503 for the proxy.
+    let err = k.fails(&["logs", "lost"]);
+    assert!(
+        err.contains("no preferred addresses found; known addresses: []"),
+        "{err}"
+    );
+    let dead = e2e::free_port();
+    let status = format!(
+        r#"{{"status":{{"addresses":[{{"type":"Hostname","address":"127.0.0.1"}}],"daemonEndpoints":{{"kubeletEndpoint":{{"Port":{dead}}}}}}}}}"#
+    );
+    k.ok(&[
+        "patch",
+        "node",
+        "node-2",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        &status,
+    ]);
+    let err = k.fails(&["logs", "lost"]);
+    assert!(
+        err.contains(&format!(
+            "Get \"https://127.0.0.1:{dead}/containerLogs/default/lost/app\": dial tcp"
+        )),
+        "{err}"
+    );
+    let err = k.fails(&["get", "--raw", "/api/v1/nodes/node-2/proxy/healthz"]);
+    assert!(err.contains("ServiceUnavailable"), "{err}");
+    assert!(err.contains("error trying to reach service"), "{err}");
 
     // nodes/proxy reaches the kubelet with the client certificate.
     let out = k.ok(&["get", "--raw", "/api/v1/nodes/node-1/proxy/healthz"]);
