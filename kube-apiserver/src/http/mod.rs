@@ -13,5 +13,6 @@ pub mod request_info;
 pub mod response;
 pub mod stack;
 pub mod status;
+pub mod tls_client;
 
 pub use stack::{Stack, StackConfig, into_hyper, stack};

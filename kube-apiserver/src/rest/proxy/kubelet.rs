@@ -2,14 +2,13 @@
 //! them, and a node's connection info (preferred address and kubelet port).
 
 use crate::http::status::ApiError;
+use crate::http::tls_client::ServerVerifier;
 use clap::Args;
 use component_base::duration::GoDuration;
 use rustls::client::WebPkiServerVerifier;
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::crypto::{CryptoProvider, verify_tls12_signature, verify_tls13_signature};
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
-use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::{ClientConfig, RootCertStore};
 use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -187,7 +186,7 @@ fn client_config(
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()?
         .dangerous()
-        .with_custom_certificate_verifier(Arc::new(KubeletVerifier { provider, verifier }));
+        .with_custom_certificate_verifier(Arc::new(ServerVerifier::new(provider, verifier)));
     let mut config = match identity {
         Some((certs, key)) => builder.with_client_auth_cert(certs, key)?,
         None => builder.with_no_client_auth(),
@@ -195,64 +194,6 @@ fn client_config(
     // Upgrades (exec, attach, port-forward) need HTTP/1.1.
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(config)
-}
-
-/// Verifies against the CA when one is configured; without one accepts any certificate (Go's
-/// `InsecureSkipVerify`, upstream's default towards kubelets), still checking signatures.
-#[derive(Debug)]
-struct KubeletVerifier {
-    provider: Arc<CryptoProvider>,
-    verifier: Option<Arc<WebPkiServerVerifier>>,
-}
-
-impl ServerCertVerifier for KubeletVerifier {
-    fn verify_server_cert(
-        &self,
-        end_entity: &CertificateDer<'_>,
-        intermediates: &[CertificateDer<'_>],
-        server_name: &ServerName<'_>,
-        ocsp_response: &[u8],
-        now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        let Some(verifier) = &self.verifier else {
-            return Ok(ServerCertVerified::assertion());
-        };
-        verifier.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.provider.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.provider.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.provider
-            .signature_verification_algorithms
-            .supported_schemes()
-    }
 }
 
 /// Upstream's `GetPreferredNodeAddress`: the first address of the first preferred type; a
