@@ -9,7 +9,9 @@ use crate::tables::custom::CustomPrinter;
 use crate::tables::{IncludeObject, TableOptions, to_table};
 use api_types::registry::ResourceInfo;
 use http::{HeaderValue, Response, StatusCode, header};
-use serde_json::{Value, json};
+use serde::ser::{Serialize, SerializeMap, Serializer};
+use serde_json::{Map, Value, json};
+use std::sync::Arc;
 
 /// List metadata carried into every representation of a list.
 #[derive(Debug, Clone, Default)]
@@ -34,6 +36,56 @@ pub fn list_object(info: &ResourceInfo, items: Vec<Value>, meta: &ListMeta) -> V
         "metadata": metadata,
         "items": items,
     })
+}
+
+/// The JSON of a list of `items` shared with the watch cache: the same bytes as encoding
+/// [`list_object`], without copying the items into it.
+pub fn list_json(info: &ResourceInfo, items: &[Arc<Value>], meta: &ListMeta) -> Vec<u8> {
+    struct Items<'a>(&'a [Arc<Value>]);
+    impl Serialize for Items<'_> {
+        fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            serializer.collect_seq(self.0.iter().map(|item| &**item))
+        }
+    }
+    struct List<'a> {
+        envelope: &'a Map<String, Value>,
+        items: Items<'a>,
+    }
+    impl Serialize for List<'_> {
+        fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            let mut map = serializer.serialize_map(Some(self.envelope.len()))?;
+            for (key, value) in self.envelope {
+                if key == "items" {
+                    map.serialize_entry(key, &self.items)?;
+                } else {
+                    map.serialize_entry(key, value)?;
+                }
+            }
+            map.end()
+        }
+    }
+    let envelope = list_object(info, Vec::new(), meta);
+    let Some(envelope) = envelope.as_object() else {
+        return Vec::new();
+    };
+    // Serializing plain JSON values into memory cannot fail.
+    serde_json::to_vec(&List {
+        envelope,
+        items: Items(items),
+    })
+    .unwrap_or_default()
+}
+
+/// A response of already encoded `bytes`.
+pub fn respond_bytes(status: StatusCode, bytes: Vec<u8>, media: &MediaType) -> Response<Body> {
+    let mut response = Response::new(full(bytes));
+    *response.status_mut() = status;
+    if let Ok(content_type) = HeaderValue::from_str(&media.content_type()) {
+        response
+            .headers_mut()
+            .insert(header::CONTENT_TYPE, content_type);
+    }
+    response
 }
 
 /// `PartialObjectMetadata` of one object.
@@ -126,16 +178,7 @@ pub fn convert_with(
 /// Encodes `value` as `media` says with `status`.
 pub fn respond(status: StatusCode, value: &Value, media: &MediaType) -> Response<Body> {
     match encode(value, media) {
-        Ok(bytes) => {
-            let mut response = Response::new(full(bytes));
-            *response.status_mut() = status;
-            if let Ok(content_type) = HeaderValue::from_str(&media.content_type()) {
-                response
-                    .headers_mut()
-                    .insert(header::CONTENT_TYPE, content_type);
-            }
-            response
-        }
+        Ok(bytes) => respond_bytes(status, bytes, media),
         Err(err) => err.into_response(),
     }
 }
@@ -158,6 +201,31 @@ pub fn encode(value: &Value, media: &MediaType) -> Result<Vec<u8>, ApiError> {
 mod tests {
     use super::*;
     use crate::http::negotiation::{EndpointRestrictions, negotiate_output};
+
+    #[test]
+    fn shared_items_encode_as_the_list_object_does() {
+        let info = api_types::registry::by_group_version_resource("", "v1", "configmaps").unwrap();
+        let items: Vec<Arc<Value>> = (0..3)
+            .map(|i| {
+                Arc::new(json!({"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": format!("c{i}"), "managedFields": [{"manager": "m"}]},
+                    "data": {"k": "v"}}))
+            })
+            .collect();
+        let meta = ListMeta {
+            resource_version: "42".into(),
+            ..Default::default()
+        };
+        let copied = list_object(info, items.iter().map(|i| (**i).clone()).collect(), &meta);
+        assert_eq!(
+            list_json(info, &items, &meta),
+            serde_json::to_vec(&copied).unwrap()
+        );
+        assert_eq!(
+            list_json(info, &[], &meta),
+            serde_json::to_vec(&list_object(info, Vec::new(), &meta)).unwrap()
+        );
+    }
 
     fn table_media() -> MediaType {
         negotiate_output(

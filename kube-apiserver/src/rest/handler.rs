@@ -392,17 +392,49 @@ pub fn check_kind(info: &ResourceInfo, object: &mut Value) -> Result<(), ApiErro
 async fn list(call: &Call<'_>) -> Result<Response<Body>, ApiError> {
     let options = call.query.list_options(call.info)?;
     let media = call.media(EndpointRestrictions::RESOURCE)?;
-    let from_cache = options.resource_version.as_deref() == Some("0")
-        && options.limit == 0
-        && options.continue_token.is_none();
+    let whole = options.limit == 0 && options.continue_token.is_none();
+    let any_recent = options.resource_version.as_deref() == Some("0");
+    // A consistent list (no resourceVersion) is served from the watch cache once it has caught
+    // up with the store's current revision, as upstream's ConsistentListFromCache does.
+    let consistent = options
+        .resource_version
+        .as_deref()
+        .is_none_or(str::is_empty)
+        && options.resource_version_match.is_none();
+    if whole && consistent {
+        let storage_error =
+            |err| ApiError::from_storage(&err, call.info.group, call.info.plural, "");
+        let revision = call
+            .store
+            .backend()
+            .current_revision()
+            .await
+            .map_err(storage_error)?;
+        call.entry
+            .cacher
+            .wait_until_fresh(revision)
+            .await
+            .map_err(storage_error)?;
+    }
+    let from_cache = whole && (any_recent || consistent);
     let (items, meta) = if from_cache {
-        // resourceVersion=0: any recent state will do, served from the watch cache.
+        // Served from the watch cache: any recent state, or one at least as new as the store's.
         let store = call.store.clone();
         let opts = options.clone();
         let filter: crate::storage::cacher::Filter =
             std::sync::Arc::new(move |object: &Value| store.selected(object, &opts));
         let prefix = crate::registry::keys::namespace_prefix(call.info, call.namespace);
         let (objects, revision) = call.entry.cacher.list(&prefix, &filter);
+        let meta = ListMeta {
+            resource_version: revision.to_string(),
+            ..Default::default()
+        };
+        if call.entry.custom.is_none() && media == MediaType::JSON {
+            // The common case (informers' and kubectl's JSON lists) is encoded straight from
+            // the cache's shared objects, without copying each one into a new list.
+            let body = super::encode::list_json(call.info, &objects, &meta);
+            return Ok(super::encode::respond_bytes(StatusCode::OK, body, &media));
+        }
         let items = call
             .entry
             .output_list(objects.iter().map(|o| (**o).clone()).collect())
