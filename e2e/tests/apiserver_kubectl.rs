@@ -1160,3 +1160,67 @@ async fn kubectl_auth_can_i_and_whoami() {
     drop(server);
     drop(dir);
 }
+
+/// Server-side field validation as kubectl's `--validate` drives it, and a server dry run that
+/// answers the defaulted object without storing it.
+#[tokio::test]
+async fn kubectl_validate_modes_and_dry_run_defaults() {
+    let (_dir, _server, k, _) = started_with_manifest().await;
+    let misspelt = r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: typo
+  namespace: e2e
+spec:
+  replica: 2
+  selector:
+    matchLabels: {app: typo}
+  template:
+    metadata:
+      labels: {app: typo}
+    spec:
+      containers:
+      - name: c
+        image: nginx:1.27
+        imagePullPolice: Always
+"#;
+    let out = k.run_with_stdin(&["apply", "--validate=strict", "-f", "-"], misspelt);
+    assert!(!out.success, "{out:?}");
+    assert!(
+        out.stderr.contains(
+            "Deployment in version \"v1\" cannot be handled as a Deployment: strict decoding error: unknown field \"spec.replica\", unknown field \"spec.template.spec.containers[0].imagePullPolice\""
+        ),
+        "{}",
+        out.stderr
+    );
+    k.fails(&["get", "deploy", "typo", "-n", "e2e"]);
+
+    let out = k.run_with_stdin(&["apply", "--validate=warn", "-f", "-"], misspelt);
+    assert!(out.success, "{out:?}");
+    assert!(
+        out.stderr
+            .contains("Warning: unknown field \"spec.replica\""),
+        "{}",
+        out.stderr
+    );
+    let stored: Value = json(&k.ok(&["get", "deploy", "typo", "-n", "e2e", "-o", "json"]));
+    assert!(stored["spec"].get("replica").is_none(), "{stored}");
+
+    let out = k.run_with_stdin(
+        &["create", "--dry-run=server", "-o", "yaml", "-f", "-"],
+        &misspelt
+            .replace("name: typo", "name: dry")
+            .replace("  replica: 2\n", "")
+            .replace("imagePullPolice", "imagePullPolicy"),
+    );
+    assert!(out.success, "{out:?}");
+    let dry: serde_yaml::Value = serde_yaml::from_str(&out.stdout).unwrap();
+    let dry: Value = serde_json::to_value(dry).unwrap();
+    // Upstream's defaults are filled in: replicas, strategy, the pod's restart policy.
+    assert_eq!(dry["spec"]["replicas"], 1, "{dry}");
+    assert_eq!(dry["spec"]["strategy"]["type"], "RollingUpdate", "{dry}");
+    assert_eq!(dry["spec"]["template"]["spec"]["restartPolicy"], "Always");
+    assert!(dry["metadata"]["uid"].is_string(), "{dry}");
+    let err = k.fails(&["get", "deploy", "dry", "-n", "e2e"]);
+    assert!(err.contains("NotFound"), "{err}");
+}
