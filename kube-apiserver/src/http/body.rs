@@ -63,9 +63,8 @@ pub fn decode_yaml_located(
 ) -> Result<(serde_json::Value, Vec<String>), ApiError> {
     // serde_yaml bounds recursion itself (128 levels) and expands aliases with a repetition
     // limit, so this cannot overflow the stack or blow up on "billion laughs" input.
-    crate::http::duplicate_fields::decode_yaml(bytes, locate).map_err(|e| {
-        ApiError::bad_request(format!("error converting YAML to JSON: yaml: {e}"))
-    })
+    crate::http::duplicate_fields::decode_yaml(bytes, locate)
+        .map_err(|e| ApiError::bad_request(format!("error converting YAML to JSON: yaml: {e}")))
 }
 
 #[cfg(test)]

@@ -12,9 +12,9 @@ use serde_json::{Map, Value, json};
 
 use crate::crd::registry::{CrdRegistry, CustomGroup};
 use crate::http::negotiation::{Conversion, EndpointRestrictions, negotiate_output};
-use std::sync::Arc;
 use crate::http::response::{Body, encode};
 use crate::http::status::ApiError;
+use std::sync::Arc;
 
 /// `/api`: the legacy core group's versions (`APIVersions`, which upstream sends without
 /// `apiVersion`). `server_address` is the `host:port` clients should use
@@ -136,7 +136,11 @@ pub fn api_resource_list(group: &str, version: &str) -> Option<Value> {
     if !g.versions.contains(&version) {
         return None;
     }
-    Some(resource_list_of(group, version, registry::resources_in(group, version)))
+    Some(resource_list_of(
+        group,
+        version,
+        registry::resources_in(group, version),
+    ))
 }
 
 fn resource_list_of<'a>(
@@ -361,9 +365,9 @@ impl DiscoveryHandler {
             (["api"], Conversion::AggregatedDiscovery { version }) => {
                 Some(aggregated_discovery(true, version))
             }
-            (["apis"], Conversion::AggregatedDiscovery { version }) => Some(
-                self.with_custom_groups(aggregated_discovery(false, version), true),
-            ),
+            (["apis"], Conversion::AggregatedDiscovery { version }) => {
+                Some(self.with_custom_groups(aggregated_discovery(false, version), true))
+            }
             (["api"], _) => Some(api_versions(&self.server_address)),
             (["apis"], _) => Some(self.with_custom_groups(api_group_list(), false)),
             (["api", version], _) => api_resource_list("", version),

@@ -57,11 +57,7 @@ const JSON: &str = "application/json";
 /// Answers an OpenAPI request for `path` (without query) given the request's `Accept` header,
 /// with the built-in documents and the custom resources' ones; `None` when `path` is not an
 /// OpenAPI path.
-pub fn serve(
-    path: &str,
-    accept: Option<&str>,
-    custom: &CustomDocuments,
-) -> Option<Response<Body>> {
+pub fn serve(path: &str, accept: Option<&str>, custom: &CustomDocuments) -> Option<Response<Body>> {
     let path = path.trim_end_matches('/');
     if path == "/openapi/v2" {
         if !accepts_json(accept) {
