@@ -9,6 +9,8 @@ use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
     KeyUsagePurpose, PublicKeyData, SigningKey,
 };
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use x509_parser::prelude::{FromDer, X509Certificate};
@@ -108,6 +110,33 @@ impl Pki {
             .expect("signing a serving certificate");
         let stem = format!("serving-{}", self.next());
         self.write_pair(&stem, &cert.pem(), &key)
+    }
+
+    /// A serving certificate for `hosts`, loaded for a TLS server: the chain and its key.
+    pub fn serving_identity(
+        &self,
+        hosts: &[&str],
+    ) -> (Vec<CertificateDer<'static>>, PrivateKeyDer<'static>) {
+        let (cert, key) = self.issue_serving(hosts);
+        let chain = CertificateDer::pem_file_iter(&cert)
+            .expect("reading the serving certificate")
+            .collect::<Result<_, _>>()
+            .expect("parsing the serving certificate");
+        let key = PrivateKeyDer::from_pem_file(&key).expect("reading the serving key");
+        (chain, key)
+    }
+
+    /// A TLS server configuration (no client certificates) serving a certificate for `hosts`,
+    /// for webhooks and other servers a test runs.
+    pub fn tls_server_config(&self, hosts: &[&str]) -> rustls::ServerConfig {
+        let (chain, key) = self.serving_identity(hosts);
+        let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+        rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .expect("ring supports the default protocol versions")
+            .with_no_client_auth()
+            .with_single_cert(chain, key)
+            .expect("a valid serving certificate")
     }
 
     /// Writes a new ECDSA P-256 service-account key pair: the private key in PKCS#8 PEM

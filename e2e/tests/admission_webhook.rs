@@ -12,8 +12,6 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use serde_json::{Value, json};
 use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
@@ -43,19 +41,7 @@ fn answer(path: &str, request: &Value) -> Value {
 /// Serves [`answer`] over HTTPS on a loopback port until the test's runtime ends; every
 /// request's path and review are recorded.
 async fn webhook_server(pki: &Pki) -> (u16, Arc<Mutex<Vec<(String, Value)>>>) {
-    let (cert, key) = pki.issue_serving(&["127.0.0.1"]);
-    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(&cert)
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
-    let key = PrivateKeyDer::from_pem_file(&key).unwrap();
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(chain, key)
-        .unwrap();
+    let config = pki.tls_server_config(&["127.0.0.1"]);
     let acceptor = TlsAcceptor::from(Arc::new(config));
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();

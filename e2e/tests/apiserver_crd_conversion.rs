@@ -15,8 +15,6 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use serde_json::{Value, json};
 use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
@@ -50,19 +48,7 @@ type Seen = Arc<Mutex<Vec<Value>>>;
 /// Serves conversion reviews over HTTPS on a loopback port until the test's runtime ends;
 /// every review's request is recorded.
 async fn conversion_webhook(pki: &Pki) -> (u16, Seen) {
-    let (cert, key) = pki.issue_serving(&["127.0.0.1", "conv.default.svc"]);
-    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(&cert)
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
-    let key = PrivateKeyDer::from_pem_file(&key).unwrap();
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(chain, key)
-        .unwrap();
+    let config = pki.tls_server_config(&["127.0.0.1", "conv.default.svc"]);
     let acceptor = TlsAcceptor::from(Arc::new(config));
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();

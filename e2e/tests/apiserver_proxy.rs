@@ -12,8 +12,8 @@ use http_body_util::{BodyExt, Full, StreamBody, combinators::BoxBody};
 use hyper::body::{Frame, Incoming};
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
+use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -131,12 +131,7 @@ fn tokio_stream_from(
 
 /// Runs the fake kubelet on a loopback port until the test's runtime ends.
 async fn fake_kubelet(pki: &Pki, seen: Arc<Mutex<Seen>>, release: Arc<Notify>) -> u16 {
-    let (cert, key) = pki.issue_serving(&["127.0.0.1"]);
-    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(&cert)
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
-    let key = PrivateKeyDer::from_pem_file(&key).unwrap();
+    let (chain, key) = pki.serving_identity(&["127.0.0.1"]);
     let mut roots = rustls::RootCertStore::empty();
     for ca in CertificateDer::pem_file_iter(pki.ca_file()).unwrap() {
         roots.add(ca.unwrap()).unwrap();
