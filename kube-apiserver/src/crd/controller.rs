@@ -74,8 +74,9 @@ impl Controller {
                         self.sync(crd).await
                     }
                     Some(WatchEvent::Deleted(crd)) => {
-                        self.state.crds.uninstall(name_of(&crd));
-                        self.rebuild_openapi();
+                        if self.state.crds.uninstall(name_of(&crd)) {
+                            self.rebuild_openapi();
+                        }
                     }
                     Some(WatchEvent::Bookmark(_) | WatchEvent::InitialEventsEnd(_)) => {}
                     Some(WatchEvent::Error(_)) | None => break,
@@ -119,19 +120,24 @@ impl Controller {
         let verdict = conditions::names_verdict(&crd, &others);
         // Once accepted, names stay served while the CRD is terminating.
         let accepted = verdict.accepted || (terminating && is_established(&crd));
-        if accepted && storage_version(&crd).is_some() {
+        let changed = if accepted && storage_version(&crd).is_some() {
             let mut served = (*crd).clone();
             if !crd["status"]["acceptedNames"]["plural"].is_string() {
                 served["status"]["acceptedNames"] = conditions::requested_names(&crd);
             }
-            if let Err(err) = self.state.crds.install(Arc::new(served)).await {
-                tracing::warn!(crd = %name, %err, "serving the custom resource failed");
-                return;
+            match self.state.crds.install(Arc::new(served)).await {
+                Ok(changed) => changed,
+                Err(err) => {
+                    tracing::warn!(crd = %name, %err, "serving the custom resource failed");
+                    return;
+                }
             }
         } else {
-            self.state.crds.uninstall(&name);
+            self.state.crds.uninstall(&name)
+        };
+        if changed {
+            self.rebuild_openapi();
         }
-        self.rebuild_openapi();
         if !terminating {
             self.update_status(&name, |status| {
                 conditions::apply_verdict(status, &verdict, &crd);
@@ -203,11 +209,7 @@ impl Controller {
             );
         })
         .await;
-        let Some(crd) = self
-            .crd_store()
-            .map(|s| s.info())
-            .and_then(|_| self.state.crds.installed_crd(name))
-        else {
+        let Some(crd) = self.state.crds.installed_crd(name) else {
             self.remove_finalizer(name).await;
             return;
         };

@@ -158,23 +158,33 @@ impl CrdRegistry {
 
     /// Serves `crd`'s served versions (replacing what was served for it). The watch cache is
     /// kept when the key prefix is unchanged, so watchers of the resource survive CRD updates.
-    pub async fn install(&self, crd: Arc<Value>) -> Result<(), StorageError> {
+    /// Returns whether what is served changed: a CRD write that leaves the served parts as
+    /// they were (its controller's own status updates) only refreshes the kept copy, without
+    /// compiling its schemas and rules again.
+    pub async fn install(&self, crd: Arc<Value>) -> Result<bool, StorageError> {
         let name = crd["metadata"]["name"]
             .as_str()
             .unwrap_or_default()
             .to_owned();
+        {
+            let mut served = self.served.write();
+            if let Some(installed) = served.crds.get_mut(&name)
+                && served_parts(&installed.crd) == served_parts(&crd)
+            {
+                installed.crd = crd;
+                return Ok(false);
+            }
+        }
         let versions = served_versions(&crd);
         let Some(storage_version) = storage_version(&crd) else {
-            self.uninstall(&name);
-            return Ok(());
+            return Ok(self.uninstall(&name));
         };
         let infos: Vec<&'static ResourceInfo> = versions
             .iter()
             .map(|v| resource_info(&crd, v, &storage_version))
             .collect();
         let Some(first) = infos.first() else {
-            self.uninstall(&name);
-            return Ok(());
+            return Ok(self.uninstall(&name));
         };
         let prefix = keys::resource_prefix(first);
         let reusable = {
@@ -237,17 +247,29 @@ impl CrdRegistry {
                 stop,
             },
         );
-        Ok(())
+        Ok(true)
     }
 
-    /// Stops serving the CRD called `name`.
-    pub fn uninstall(&self, name: &str) {
+    /// Stops serving the CRD called `name`; whether it was served.
+    pub fn uninstall(&self, name: &str) -> bool {
         let mut served = self.served.write();
-        if let Some(old) = served.crds.remove(name) {
-            remove_entries(&mut served.entries, &old.infos);
-            old.stop.cancel();
-        }
+        let Some(old) = served.crds.remove(name) else {
+            return false;
+        };
+        remove_entries(&mut served.entries, &old.infos);
+        old.stop.cancel();
+        true
     }
+}
+
+/// What serving a CRD depends on: its spec, the names it was given and whether it is being
+/// deleted (status conditions and storedVersions change nothing served).
+fn served_parts(crd: &Value) -> (&Value, &Value, &Value) {
+    (
+        &crd["spec"],
+        &crd["status"]["acceptedNames"],
+        &crd["metadata"]["deletionTimestamp"],
+    )
 }
 
 fn remove_entries(
