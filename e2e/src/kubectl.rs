@@ -40,6 +40,11 @@ impl Kubectl {
         Self::new(Path::new(UPSTREAM_KUBECTL), dir, server, ca_file)
     }
 
+    /// The upstream kubectl talking to a test's apiserver, its files in `dir/kubectl`.
+    pub fn for_apiserver(dir: &Path, server: &crate::apiserver::ApiServer) -> Self {
+        Self::upstream(&dir.join("kubectl"), &server.url(), &server.ca_file())
+    }
+
     /// `binary` talking to `server`, trusting `ca_file`.
     pub fn new(binary: &Path, dir: &Path, server: &str, ca_file: &Path) -> Self {
         std::fs::create_dir_all(dir).expect("creating the kubectl dir");

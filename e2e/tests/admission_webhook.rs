@@ -157,11 +157,7 @@ async fn webhooks_mutate_refuse_and_fail_by_policy() {
     let server = ApiServer::start(&dir.path().join("server"), Backend::Embedded)
         .await
         .unwrap();
-    let k = Kubectl::upstream(
-        &dir.path().join("kubectl"),
-        &server.url(),
-        &server.ca_file(),
-    );
+    let k = Kubectl::for_apiserver(dir.path(), &server);
     k.ok(&["create", "namespace", "hooks"]);
     k.ok(&["label", "namespace", "hooks", "webhooks=on"]);
     k.ok(&["create", "namespace", "plain"]);

@@ -74,11 +74,7 @@ async fn start() -> (tempfile::TempDir, ApiServer, Kubectl) {
     let server = ApiServer::start(&dir.path().join("server"), Backend::Embedded)
         .await
         .unwrap();
-    let k = Kubectl::upstream(
-        &dir.path().join("kubectl"),
-        &server.url(),
-        &server.ca_file(),
-    );
+    let k = Kubectl::for_apiserver(dir.path(), &server);
     let ns = write(&k, "ns.yaml", NAMESPACE);
     k.ok(&["apply", "--server-side", "-f", &ns]);
     (dir, server, k)

@@ -33,11 +33,7 @@ async fn componentstatuses_deprecations_duplicates_and_flow_control() {
     let mut server = ApiServer::start(&dir.path().join("server"), Backend::Embedded)
         .await
         .unwrap();
-    let k = Kubectl::upstream(
-        &dir.path().join("kubectl"),
-        &server.url(),
-        &server.ca_file(),
-    );
+    let k = Kubectl::for_apiserver(dir.path(), &server);
 
     // componentstatuses: upstream's table and deprecation warning. The storage is healthy; the
     // scheduler and controller manager may or may not run on this machine's default ports.
@@ -258,11 +254,7 @@ async fn componentstatus_of_a_real_etcd() {
     let server = ApiServer::start(&dir.path().join("server"), Backend::Etcd)
         .await
         .unwrap();
-    let k = Kubectl::upstream(
-        &dir.path().join("kubectl"),
-        &server.url(),
-        &server.ca_file(),
-    );
+    let k = Kubectl::for_apiserver(dir.path(), &server);
     let out = k.ok(&["get", "componentstatus", "etcd-0"]);
     assert_eq!(row(&out, "etcd-0"), ["etcd-0", "Healthy", "ok"]);
     // The bootstrap objects are there on etcd too.

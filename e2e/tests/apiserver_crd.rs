@@ -144,11 +144,7 @@ async fn suite(backend: Backend) {
     let server = ApiServer::start(&dir.path().join("server"), backend)
         .await
         .unwrap();
-    let k = Kubectl::upstream(
-        &dir.path().join("kubectl"),
-        &server.url(),
-        &server.ca_file(),
-    );
+    let k = Kubectl::for_apiserver(dir.path(), &server);
     let crd_file = write(&k, "crd.yaml", CRD);
     let crontab = write(&k, "crontab.yaml", CRONTAB);
 
@@ -330,11 +326,7 @@ async fn bad_crds_are_refused() {
     let server = ApiServer::start(&dir.path().join("server"), Backend::Embedded)
         .await
         .unwrap();
-    let k = Kubectl::upstream(
-        &dir.path().join("kubectl"),
-        &server.url(),
-        &server.ca_file(),
-    );
+    let k = Kubectl::for_apiserver(dir.path(), &server);
     let non_structural = CRD.replace(
         "          spec:\n            type: object\n            description: What",
         "          spec:\n            description: What",

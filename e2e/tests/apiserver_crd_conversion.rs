@@ -223,11 +223,7 @@ async fn webhook_conversion_with_the_real_kubectl() {
     let server = ApiServer::start(&dir.path().join("server"), Backend::Embedded)
         .await
         .unwrap();
-    let k = Kubectl::upstream(
-        &dir.path().join("kubectl"),
-        &server.url(),
-        &server.ca_file(),
-    );
+    let k = Kubectl::for_apiserver(dir.path(), &server);
     let ca_bundle = base64::engine::general_purpose::STANDARD.encode(pki.ca_pem());
     let write = |name: &str, text: &str| {
         let path = k.dir().join(name);

@@ -153,11 +153,7 @@ async fn suite(backend: Backend) {
     let server = ApiServer::start(&dir.path().join("server"), backend)
         .await
         .unwrap();
-    let k = Kubectl::upstream(
-        &dir.path().join("kubectl"),
-        &server.url(),
-        &server.ca_file(),
-    );
+    let k = Kubectl::for_apiserver(dir.path(), &server);
     let manifest = write(&k, "manifest.yaml", MANIFEST);
 
     // create -f: every document, in order; a second create finds them all.
@@ -781,11 +777,7 @@ async fn kubectl_create_subcommands() {
     let server = ApiServer::start(&dir.path().join("server"), Backend::Embedded)
         .await
         .unwrap();
-    let k = Kubectl::upstream(
-        &dir.path().join("kubectl"),
-        &server.url(),
-        &server.ca_file(),
-    );
+    let k = Kubectl::for_apiserver(dir.path(), &server);
     assert_eq!(
         k.ok(&["create", "namespace", "sub"]),
         "namespace/sub created\n"
@@ -888,11 +880,7 @@ async fn kubectl_secret_string_data_becomes_data() {
     let server = ApiServer::start(&dir.path().join("server"), Backend::Embedded)
         .await
         .unwrap();
-    let k = Kubectl::upstream(
-        &dir.path().join("kubectl"),
-        &server.url(),
-        &server.ca_file(),
-    );
+    let k = Kubectl::for_apiserver(dir.path(), &server);
     let out = k.run_with_stdin(
         &["create", "-f", "-"],
         "apiVersion: v1\nkind: Secret\nmetadata:\n  name: creds\n  namespace: default\n\
@@ -916,11 +904,7 @@ async fn started_with_manifest() -> (tempfile::TempDir, ApiServer, Kubectl, Stri
     let server = ApiServer::start(&dir.path().join("server"), Backend::Embedded)
         .await
         .unwrap();
-    let k = Kubectl::upstream(
-        &dir.path().join("kubectl"),
-        &server.url(),
-        &server.ca_file(),
-    );
+    let k = Kubectl::for_apiserver(dir.path(), &server);
     let manifest = write(&k, "manifest.yaml", MANIFEST);
     assert_eq!(k.ok(&["create", "-f", &manifest]), lines(["created"; 6]));
     (dir, server, k, manifest)
@@ -1146,11 +1130,7 @@ async fn kubectl_auth_can_i_and_whoami() {
     let server = ApiServer::start(&dir.path().join("server"), Backend::Embedded)
         .await
         .unwrap();
-    let k = Kubectl::upstream(
-        &dir.path().join("kubectl"),
-        &server.url(),
-        &server.ca_file(),
-    );
+    let k = Kubectl::for_apiserver(dir.path(), &server);
     // AlwaysAllow authorizes everything.
     assert_eq!(k.ok(&["auth", "can-i", "create", "pods"]), "yes\n");
     assert_eq!(k.ok(&["auth", "can-i", "delete", "nodes"]), "yes\n");

@@ -303,11 +303,7 @@ async fn logs_exec_and_node_proxy_reach_the_kubelet() {
     )
     .await
     .unwrap();
-    let k = Kubectl::upstream(
-        &dir.path().join("kubectl"),
-        &server.url(),
-        &server.ca_file(),
-    );
+    let k = Kubectl::for_apiserver(dir.path(), &server);
     let manifest = dir.path().join("objects.yaml");
     std::fs::write(&manifest, manifests(port)).unwrap();
     k.ok(&["create", "-f", manifest.to_str().unwrap()]);
@@ -555,11 +551,7 @@ async fn pod_and_service_proxy_reach_the_backend() {
     let server = ApiServer::start(&dir.path().join("server"), Backend::Embedded)
         .await
         .unwrap();
-    let k = Kubectl::upstream(
-        &dir.path().join("kubectl"),
-        &server.url(),
-        &server.ca_file(),
-    );
+    let k = Kubectl::for_apiserver(dir.path(), &server);
     let manifest = dir.path().join("objects.yaml");
     std::fs::write(
         &manifest,
