@@ -47,13 +47,11 @@ pub fn json<T: serde::Serialize + ?Sized>(status: StatusCode, value: &T) -> Resp
     }
 }
 
-/// A response encoding `value` as negotiated (JSON, indented when `pretty`, or YAML) with the
-/// negotiated `Content-Type`.
-pub fn encode(
-    status: StatusCode,
+/// The bytes of `value` in the negotiated encoding (JSON, indented when `pretty`, or YAML).
+pub fn encode_bytes(
     value: &serde_json::Value,
     media: &crate::http::negotiation::MediaType,
-) -> Response<Body> {
+) -> Result<Vec<u8>, crate::http::status::ApiError> {
     use crate::http::negotiation::Encoding;
     let encoded = match media.encoding {
         Encoding::Json if media.pretty => {
@@ -64,16 +62,32 @@ pub fn encode(
             .map(String::into_bytes)
             .map_err(|e| e.to_string()),
     };
-    let bytes = match encoded {
-        Ok(b) => b,
-        Err(e) => {
-            return crate::http::status::ApiError::internal(format!("encoding response: {e}"))
-                .into_response();
-        }
-    };
+    encoded
+        .map_err(|e| crate::http::status::ApiError::internal(format!("encoding the response: {e}")))
+}
+
+/// A response of already encoded `bytes` with the negotiated `Content-Type`.
+pub fn encoded(
+    status: StatusCode,
+    bytes: Vec<u8>,
+    media: &crate::http::negotiation::MediaType,
+) -> Response<Body> {
     let mut resp = json_bytes(status, bytes);
     if let Ok(ct) = HeaderValue::from_str(&media.content_type()) {
         resp.headers_mut().insert(header::CONTENT_TYPE, ct);
     }
     resp
+}
+
+/// A response encoding `value` as negotiated, with the negotiated `Content-Type`; a value
+/// that cannot be encoded becomes a 500 Status.
+pub fn encode(
+    status: StatusCode,
+    value: &serde_json::Value,
+    media: &crate::http::negotiation::MediaType,
+) -> Response<Body> {
+    match encode_bytes(value, media) {
+        Ok(bytes) => encoded(status, bytes, media),
+        Err(err) => err.into_response(),
+    }
 }

@@ -1,14 +1,14 @@
 //! Responses of resource requests: the object (or list) converted as the Accept header asked
 //! (Table, PartialObjectMetadata) and encoded as JSON or YAML.
 
-use crate::http::negotiation::{Conversion, Encoding, MediaType};
-use crate::http::response::{Body, full};
-use crate::http::status::ApiError;
+use crate::http::negotiation::{Conversion, MediaType};
+pub use crate::http::response::{
+    encode as respond, encode_bytes as encode, encoded as respond_bytes,
+};
 use crate::rest::state::ResourceEntry;
 use crate::tables::custom::CustomPrinter;
 use crate::tables::{IncludeObject, TableOptions, to_table};
 use api_types::registry::ResourceInfo;
-use http::{HeaderValue, Response, StatusCode, header};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
@@ -74,18 +74,6 @@ pub fn list_json(info: &ResourceInfo, items: &[Arc<Value>], meta: &ListMeta) -> 
         items: Items(items),
     })
     .unwrap_or_default()
-}
-
-/// A response of already encoded `bytes`.
-pub fn respond_bytes(status: StatusCode, bytes: Vec<u8>, media: &MediaType) -> Response<Body> {
-    let mut response = Response::new(full(bytes));
-    *response.status_mut() = status;
-    if let Ok(content_type) = HeaderValue::from_str(&media.content_type()) {
-        response
-            .headers_mut()
-            .insert(header::CONTENT_TYPE, content_type);
-    }
-    response
 }
 
 /// `PartialObjectMetadata` of one object.
@@ -173,28 +161,6 @@ pub fn convert_with(
         },
         _ => body,
     }
-}
-
-/// Encodes `value` as `media` says with `status`.
-pub fn respond(status: StatusCode, value: &Value, media: &MediaType) -> Response<Body> {
-    match encode(value, media) {
-        Ok(bytes) => respond_bytes(status, bytes, media),
-        Err(err) => err.into_response(),
-    }
-}
-
-/// The bytes of `value` in the negotiated encoding.
-pub fn encode(value: &Value, media: &MediaType) -> Result<Vec<u8>, ApiError> {
-    let encoded = match media.encoding {
-        Encoding::Json if media.pretty => {
-            serde_json::to_vec_pretty(value).map_err(|e| e.to_string())
-        }
-        Encoding::Json => serde_json::to_vec(value).map_err(|e| e.to_string()),
-        Encoding::Yaml => serde_yaml::to_string(value)
-            .map(String::into_bytes)
-            .map_err(|e| e.to_string()),
-    };
-    encoded.map_err(|e| ApiError::internal(format!("encoding the response: {e}")))
 }
 
 #[cfg(test)]
