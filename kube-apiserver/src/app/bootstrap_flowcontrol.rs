@@ -17,6 +17,7 @@
 
 use crate::registry::{ObjectLookup, Part, RegistryError, ResourceStore};
 use crate::rest::state::ApiState;
+use crate::storage::cacher::WatchEvent;
 use serde_json::{Value, json};
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -496,17 +497,50 @@ pub fn with_dangling_condition(schema: &Value, wanted: &Value, now: &str) -> Opt
     Some(updated)
 }
 
-/// Keeps every FlowSchema's `Dangling` condition current (upstream's APF configuration
-/// controller does; here a one-second pass over the watch caches, writing only changes).
+/// Keeps every FlowSchema's `Dangling` condition current, as upstream's APF configuration
+/// controller does: a pass over the watch caches after every change of a FlowSchema or a
+/// PriorityLevelConfiguration, writing only what changed (its own writes lead to one more pass
+/// that finds nothing to do).
 pub fn maintain_dangling_conditions(state: Arc<ApiState>, shutdown: CancellationToken) {
     tokio::spawn(async move {
+        let (Some(schemas), Some(levels)) = (
+            state.entry(GROUP, VERSION, "flowschemas").cloned(),
+            state
+                .entry(GROUP, VERSION, "prioritylevelconfigurations")
+                .cloned(),
+        ) else {
+            return;
+        };
         loop {
-            if let Err(err) = update_dangling_conditions(&state).await {
-                tracing::warn!("updating the FlowSchemas' Dangling conditions: {err:#}");
+            let opened = async {
+                let (_, schema_events) = schemas.cacher.snapshot_and_watch().await?;
+                let (_, level_events) = levels.cacher.snapshot_and_watch().await?;
+                Ok::<_, crate::storage::backend::StorageError>((schema_events, level_events))
             }
-            tokio::select! {
-                _ = shutdown.cancelled() => return,
-                _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+            .await;
+            let (mut schema_events, mut level_events) = match opened {
+                Ok(watches) => watches,
+                Err(err) => {
+                    tracing::warn!("watching the APF configuration: {err}; retrying");
+                    tokio::select! {
+                        _ = shutdown.cancelled() => return,
+                        _ = tokio::time::sleep(Duration::from_secs(1)) => continue,
+                    }
+                }
+            };
+            loop {
+                if let Err(err) = update_dangling_conditions(&state).await {
+                    tracing::warn!("updating the FlowSchemas' Dangling conditions: {err:#}");
+                }
+                let event = tokio::select! {
+                    _ = shutdown.cancelled() => return,
+                    event = schema_events.recv() => event,
+                    event = level_events.recv() => event,
+                };
+                // A watch that ended (the cache re-listed) is opened again.
+                if matches!(event, None | Some(WatchEvent::Error(_))) {
+                    break;
+                }
             }
         }
     });
@@ -532,7 +566,7 @@ async fn update_dangling_conditions(state: &ApiState) -> anyhow::Result<()> {
         };
         let name = schema["metadata"]["name"].as_str().unwrap_or_default();
         match store.update(None, name, updated, Part::Status).await {
-            // Changed or gone meanwhile: the next pass sees the new state.
+            // Changed or gone meanwhile: that change starts the next pass.
             Ok(_) | Err(RegistryError::Conflict { .. } | RegistryError::NotFound { .. }) => {}
             Err(err) => return Err(err.into()),
         }
