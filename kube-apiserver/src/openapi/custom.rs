@@ -6,7 +6,8 @@
 //! the v2 document (built-ins win conflicts, as upstream's static spec does).
 //!
 //! The CRD controller calls [`CustomDocuments::rebuild`] with every established CRD after each
-//! change; requests read the last published snapshot.
+//! change; the documents are built from them on the next OpenAPI request, and requests read
+//! the last built snapshot.
 
 mod schema;
 
@@ -25,6 +26,9 @@ use std::sync::{Arc, OnceLock};
 #[derive(Default)]
 pub struct CustomDocuments {
     published: RwLock<Arc<Published>>,
+    /// The CRDs given since the documents were last built: they are built on the next
+    /// OpenAPI request, not at start-up or on every CRD change.
+    pending: parking_lot::Mutex<Option<Vec<Arc<Value>>>>,
 }
 
 /// One consistent set of documents.
@@ -57,21 +61,27 @@ impl Published {
 }
 
 impl CustomDocuments {
-    /// Rebuilds the documents from the established CRDs (full objects). Versions not served,
-    /// and CRDs no longer given, disappear from the documents.
+    /// Replaces the established CRDs (full objects) the documents are built from. Versions not
+    /// served, and CRDs no longer given, disappear from the documents.
     pub fn rebuild(&self, crds: &[Arc<Value>]) {
-        let published = if crds.is_empty() {
-            Published::default()
-        } else {
-            build(super::definitions(), crds)
-        };
-        let mut current = self.published.write();
-        if !current.same_documents(&published) {
-            *current = Arc::new(published);
-        }
+        *self.pending.lock() = Some(crds.to_vec());
     }
 
+    /// The current documents, built first from CRDs given since the last build.
     fn snapshot(&self) -> Arc<Published> {
+        let mut pending = self.pending.lock();
+        if let Some(crds) = pending.take() {
+            let published = if crds.is_empty() {
+                Published::default()
+            } else {
+                build(super::definitions(), &crds)
+            };
+            let mut current = self.published.write();
+            if !current.same_documents(&published) {
+                *current = Arc::new(published);
+            }
+        }
+        drop(pending);
         self.published.read().clone()
     }
 
