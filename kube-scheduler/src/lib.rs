@@ -1,4 +1,7 @@
-//! kube-scheduler: assigns pods to nodes. Today it runs the component shell (flags, config,
-//! secure serving of health, metrics and configz); the scheduling framework arrives with its issue.
+//! kube-scheduler: assigns pods to nodes with upstream's scheduling framework and default
+//! plugins, talking to the apiserver only through client-go-rs.
 
+pub mod apis;
 pub mod app;
+pub mod framework;
+pub mod plugins;

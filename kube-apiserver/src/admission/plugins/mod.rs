@@ -9,7 +9,7 @@ pub mod namespace_lifecycle;
 pub mod node_restriction;
 pub mod pod_security;
 pub mod priority;
-pub mod quantity;
+pub use api_types::resource::quantity;
 pub mod resource_quota;
 pub mod runtime_class;
 pub mod service_account;

@@ -153,6 +153,11 @@ impl Quantity {
         self.nanos.div_euclid(d) + i128::from(self.nanos.rem_euclid(d) != 0)
     }
 
+    /// The amount in whole units, rounded up as upstream's `Value`.
+    pub fn value(&self) -> i128 {
+        self.nanos.div_euclid(NANO) + i128::from(self.nanos.rem_euclid(NANO) != 0)
+    }
+
     /// Upstream's `Add`: the sum keeps this quantity's format unless this one is zero.
     pub fn add(&self, other: &Quantity) -> Quantity {
         Quantity {

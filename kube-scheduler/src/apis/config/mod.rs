@@ -1,0 +1,7 @@
+//! `KubeSchedulerConfiguration`: the file's types, upstream's defaults, validation with field
+//! paths, and the profiles resolved into per-extension-point plugin lists.
+
+pub mod args;
+pub mod types;
+
+pub use types::*;

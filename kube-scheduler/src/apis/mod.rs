@@ -1,0 +1,3 @@
+//! The scheduler's own configuration API (kubescheduler.config.k8s.io).
+
+pub mod config;

@@ -1,0 +1,56 @@
+//! Running per-node work in parallel (Filter, Score, PreFilter state over all nodes) on a pool
+//! sized by the profile's `parallelism`, capped at the machine's cores: on two cores, sixteen
+//! threads would only add context switches.
+
+use rayon::prelude::*;
+use std::sync::Arc;
+
+#[derive(Clone)]
+pub struct Parallelizer {
+    pool: Arc<rayon::ThreadPool>,
+}
+
+impl std::fmt::Debug for Parallelizer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Parallelizer({})", self.pool.current_num_threads())
+    }
+}
+
+impl Parallelizer {
+    pub fn new(parallelism: usize) -> Self {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let threads = parallelism.clamp(1, cores.max(1));
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|i| format!("scheduler-worker-{i}"))
+            .build()
+            .expect("building a thread pool only fails when threads cannot be spawned");
+        Self {
+            pool: Arc::new(pool),
+        }
+    }
+
+    /// `f(i)` for every `i` in `0..n`, in parallel; returns the results in order.
+    pub fn map<T: Send>(&self, n: usize, f: impl Fn(usize) -> T + Sync + Send) -> Vec<T> {
+        if n < 2 {
+            return (0..n).map(f).collect();
+        }
+        self.pool
+            .install(|| (0..n).into_par_iter().with_min_len(8).map(f).collect())
+    }
+
+    /// `f(i)` for every `i` in `0..n`, in parallel.
+    pub fn for_each(&self, n: usize, f: impl Fn(usize) + Sync + Send) {
+        if n < 2 {
+            (0..n).for_each(f);
+            return;
+        }
+        self.pool
+            .install(|| (0..n).into_par_iter().with_min_len(8).for_each(f));
+    }
+
+    /// Runs `f` on the pool (so its own parallel iterators use it).
+    pub fn install<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
+        self.pool.install(f)
+    }
+}

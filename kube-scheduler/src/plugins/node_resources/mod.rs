@@ -1,0 +1,4 @@
+//! NodeResourcesFit and NodeResourcesBalancedAllocation.
+
+pub mod balanced_allocation;
+pub mod fit;
