@@ -226,6 +226,19 @@ impl Framework {
         pod: &PodInfo,
         snapshot: &Snapshot,
     ) -> (Option<PreFilterResult>, Status) {
+        let (result, status, _) = self.run_pre_filter_naming(state, pod, snapshot);
+        (result, status)
+    }
+
+    /// [`Framework::run_pre_filter`], also naming the plugins that narrowed the node set
+    /// (the failure message cites them for the nodes they left out).
+    pub fn run_pre_filter_naming(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        snapshot: &Snapshot,
+    ) -> (Option<PreFilterResult>, Status, Vec<&'static str>) {
+        let mut narrowing = Vec::new();
         let mut result: Option<PreFilterResult> = None;
         for p in &self.pre_filter {
             let Some(pf) = p.as_pre_filter() else { continue };
@@ -235,26 +248,26 @@ impl Framework {
                 continue;
             }
             if !s.is_success() {
-                return (None, s.with_plugin(p.name()));
+                return (None, s.with_plugin(p.name()), narrowing);
             }
             if let Some(r) = r.filter(|r| !r.all_nodes()) {
+                narrowing.push(p.name());
                 let merged = match &result {
                     Some(prev) => prev.merge(&r),
                     None => r,
                 };
                 if merged.node_names.as_ref().is_some_and(|n| n.is_empty()) {
-                    return (
-                        Some(merged),
-                        Status::unresolvable(
-                            "node(s) didn't satisfy plugin(s) [".to_string() + p.name() + "]",
-                        )
-                        .with_plugin(p.name()),
-                    );
+                    let status = Status::unresolvable(format!(
+                        "node(s) didn't satisfy plugin(s) [{}] simultaneously",
+                        narrowing.join(" ")
+                    ))
+                    .with_plugin(p.name());
+                    return (Some(merged), status, narrowing);
                 }
                 result = Some(merged);
             }
         }
-        (result, Status::success())
+        (result, Status::success(), narrowing)
     }
 
     /// Every Filter plugin on one node; the first rejection decides.
