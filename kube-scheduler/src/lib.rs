@@ -5,3 +5,4 @@ pub mod apis;
 pub mod app;
 pub mod framework;
 pub mod plugins;
+pub mod queue;
