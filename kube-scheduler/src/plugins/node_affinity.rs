@@ -411,10 +411,18 @@ mod tests {
         }
     }
 
+    /// Name, terms, the nodes PreFilter should limit the pod to, the code.
+    type NamesCase = (
+        &'static str,
+        Vec<NodeSelectorTerm>,
+        Option<Vec<&'static str>>,
+        Code,
+    );
+
     #[test]
     fn pre_filter_result_names_nodes() {
         let name_in = |v: &str| fields(vec![req("metadata.name", "In", &[v])]);
-        let cases: Vec<(&str, Vec<NodeSelectorTerm>, Option<Vec<&str>>, Code)> = vec![
+        let cases: Vec<NamesCase> = vec![
             (
                 "one name",
                 vec![name_in("a")],

@@ -352,6 +352,10 @@ mod tests {
         pl.filter(&state, &pi, &node)
     }
 
+    type Amounts = Vec<(&'static str, &'static str)>;
+    /// Name, the pod's request, what the node's pods use, the expected reasons.
+    type FilterCase = (&'static str, Amounts, Amounts, Vec<&'static str>);
+
     #[test]
     fn filter_table() {
         // After upstream's TestEnoughRequests: the node has 10 cpu, 20 memory, 32 pods,
@@ -372,7 +376,7 @@ mod tests {
                 vec![testing::pod("existing", used)],
             )
         };
-        let cases: Vec<(&str, Vec<(&str, &str)>, Vec<(&str, &str)>, Vec<&str>)> = vec![
+        let cases: Vec<FilterCase> = vec![
             (
                 "no request always fits",
                 vec![],

@@ -33,9 +33,12 @@ fn most_requested_score(requested: i64, capacity: i64) -> i64 {
 mod tests {
     use super::*;
 
+    /// Weights, requested, allocatable, expected score.
+    type Case = (&'static [i64], &'static [i64], &'static [i64], i64);
+
     #[test]
     fn scores_used_share() {
-        let cases: &[(&[i64], &[i64], &[i64], i64)] = &[
+        let cases: &[Case] = &[
             (&[1, 1], &[0, 0], &[4000, 10000], 0),
             (&[1, 1], &[3000, 5000], &[4000, 10000], 62),
             (&[1, 1], &[5000, 5000], &[4000, 10000], 75),
