@@ -8,6 +8,7 @@ pub mod https;
 pub mod kubectl;
 pub mod pki;
 pub mod python;
+pub mod scheduler;
 pub mod secure;
 
 use std::path::PathBuf;
