@@ -2,6 +2,10 @@
 //! paths, and the profiles resolved into per-extension-point plugin lists.
 
 pub mod args;
+pub mod defaults;
+pub mod load;
+pub mod resolve;
 pub mod types;
+pub mod validation;
 
 pub use types::*;

@@ -206,3 +206,71 @@ pub struct ResolvedProfile {
     pub args: std::collections::BTreeMap<String, Value>,
     pub percentage_of_nodes_to_score: Option<i32>,
 }
+
+/// The group and version of the file format; the older betas are no longer served.
+pub const API_VERSION: &str = "kubescheduler.config.k8s.io/v1";
+pub const KIND: &str = "KubeSchedulerConfiguration";
+pub const GROUP: &str = "kubescheduler.config.k8s.io";
+/// The scheduler name pods get when they name none.
+pub const DEFAULT_SCHEDULER_NAME: &str = "default-scheduler";
+
+impl Plugins {
+    /// The plugin set at one extension point.
+    pub fn get(&self, point: ExtensionPoint) -> Option<&PluginSet> {
+        self.slot(point).as_ref()
+    }
+
+    /// The plugin set at one extension point, for changing.
+    pub fn slot_mut(&mut self, point: ExtensionPoint) -> &mut Option<PluginSet> {
+        match point {
+            ExtensionPoint::PreEnqueue => &mut self.pre_enqueue,
+            ExtensionPoint::QueueSort => &mut self.queue_sort,
+            ExtensionPoint::PreFilter => &mut self.pre_filter,
+            ExtensionPoint::Filter => &mut self.filter,
+            ExtensionPoint::PostFilter => &mut self.post_filter,
+            ExtensionPoint::PreScore => &mut self.pre_score,
+            ExtensionPoint::Score => &mut self.score,
+            ExtensionPoint::Reserve => &mut self.reserve,
+            ExtensionPoint::Permit => &mut self.permit,
+            ExtensionPoint::PreBind => &mut self.pre_bind,
+            ExtensionPoint::Bind => &mut self.bind,
+            ExtensionPoint::PostBind => &mut self.post_bind,
+        }
+    }
+
+    fn slot(&self, point: ExtensionPoint) -> &Option<PluginSet> {
+        match point {
+            ExtensionPoint::PreEnqueue => &self.pre_enqueue,
+            ExtensionPoint::QueueSort => &self.queue_sort,
+            ExtensionPoint::PreFilter => &self.pre_filter,
+            ExtensionPoint::Filter => &self.filter,
+            ExtensionPoint::PostFilter => &self.post_filter,
+            ExtensionPoint::PreScore => &self.pre_score,
+            ExtensionPoint::Score => &self.score,
+            ExtensionPoint::Reserve => &self.reserve,
+            ExtensionPoint::Permit => &self.permit,
+            ExtensionPoint::PreBind => &self.pre_bind,
+            ExtensionPoint::Bind => &self.bind,
+            ExtensionPoint::PostBind => &self.post_bind,
+        }
+    }
+}
+
+impl PluginSet {
+    pub fn enabled(&self) -> &[Plugin] {
+        self.enabled.as_deref().unwrap_or_default()
+    }
+
+    pub fn disabled(&self) -> &[Plugin] {
+        self.disabled.as_deref().unwrap_or_default()
+    }
+}
+
+impl Plugin {
+    pub fn named(name: &str, weight: Option<i32>) -> Self {
+        Plugin {
+            name: name.to_string(),
+            weight,
+        }
+    }
+}
