@@ -668,3 +668,212 @@ fn validate_common_queue_sort(path: &FieldPath, profiles: &[KubeSchedulerProfile
     }
     errs
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Each case: plugin, args, and the messages expected (empty: valid).
+    #[test]
+    fn plugin_args_cases() {
+        let cases: &[(&str, Value, &[&str])] = &[
+            ("DefaultPreemption", json!({}), &[]),
+            (
+                "DefaultPreemption",
+                json!({"minCandidateNodesPercentage": 101}),
+                &[
+                    "args.minCandidateNodesPercentage: Invalid value: 101: not in valid range [0, 100]",
+                ],
+            ),
+            (
+                "DefaultPreemption",
+                json!({"minCandidateNodesPercentage": 0, "minCandidateNodesAbsolute": 0}),
+                &[
+                    "args.minCandidateNodesPercentage: Invalid value: 0: cannot be zero at the same time as minCandidateNodesAbsolute",
+                    "args.minCandidateNodesAbsolute: Invalid value: 0: cannot be zero at the same time as minCandidateNodesPercentage",
+                ],
+            ),
+            (
+                "DefaultPreemption",
+                json!({"minCandidateNodesAbsolute": -1}),
+                &["args.minCandidateNodesAbsolute: Invalid value: -1: not in valid range [0, inf)"],
+            ),
+            (
+                "InterPodAffinity",
+                json!({"hardPodAffinityWeight": 101}),
+                &["args.hardPodAffinityWeight: Invalid value: 101: not in valid range [0, 100]"],
+            ),
+            ("InterPodAffinity", json!({"hardPodAffinityWeight": 0}), &[]),
+            (
+                "NodeResourcesBalancedAllocation",
+                json!({"resources": [{"name": "cpu", "weight": 2}, {"name": "cpu", "weight": 1}]}),
+                &[
+                    "args.resources[0].weight: Invalid value: 2: must be 1",
+                    "args.resources[1].name: Duplicate value: \"cpu\"",
+                ],
+            ),
+            (
+                "NodeResourcesFit",
+                json!({"scoringStrategy": {"type": "RequestedToCapacityRatio", "resources": [{"name": "cpu", "weight": 1}]}}),
+                &[
+                    "args.scoringStrategy.requestedToCapacityRatio: Required value: must be specified when type is RequestedToCapacityRatio",
+                ],
+            ),
+            (
+                "NodeResourcesFit",
+                json!({"scoringStrategy": {"type": "RequestedToCapacityRatio", "resources": [{"name": "cpu", "weight": 1}],
+                    "requestedToCapacityRatio": {"shape": [{"utilization": 50, "score": 11}, {"utilization": 40, "score": 0}, {"utilization": 101, "score": 1}]}}}),
+                &[
+                    "args.scoringStrategy.requestedToCapacityRatio.shape[1].utilization: Invalid value: 40: values must be sorted in increasing order",
+                    "args.scoringStrategy.requestedToCapacityRatio.shape[0].score: Invalid value: 11: not in valid range [0, 10]",
+                    "args.scoringStrategy.requestedToCapacityRatio.shape[2].utilization: Invalid value: 101: not in valid range [0, 100]",
+                ],
+            ),
+            (
+                "NodeResourcesFit",
+                json!({"scoringStrategy": {"type": "MostAllocated", "resources": [{"name": "cpu", "weight": 1}],
+                    "requestedToCapacityRatio": {"shape": [{"utilization": 0, "score": 0}]}}}),
+                &[
+                    "args.scoringStrategy.requestedToCapacityRatio: Forbidden: must be nil when type is not RequestedToCapacityRatio",
+                ],
+            ),
+            (
+                "NodeResourcesFit",
+                json!({"ignoredResourceGroups": ["example.com/x"], "scoringStrategy": {"type": "LeastAllocated", "resources": [{"name": "cpu", "weight": 1}]}}),
+                &[
+                    "args.ignoredResourceGroups[0]: Invalid value: \"example.com/x\": resource group name can't contain '/'",
+                ],
+            ),
+            (
+                "PodTopologySpread",
+                json!({"defaultingType": "System", "defaultConstraints": [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway"}]}),
+                &[
+                    "args.defaultingType: Invalid value: \"System\": when .defaultConstraints are not empty",
+                ],
+            ),
+            (
+                "PodTopologySpread",
+                json!({"defaultingType": "List", "defaultConstraints": [
+                    {"maxSkew": 0, "topologyKey": "zone", "whenUnsatisfiable": "Sometimes"},
+                    {"maxSkew": 1, "topologyKey": "", "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {}},
+                    {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "Sometimes"}]}),
+                &[
+                    "args.defaultConstraints[0].maxSkew: Invalid value: 0: not in valid range (0, inf)",
+                    "args.defaultConstraints[0].whenUnsatisfiable: Unsupported value: \"Sometimes\": supported values: \"DoNotSchedule\", \"ScheduleAnyway\"",
+                    "args.defaultConstraints[1].topologyKey: Required value: can not be empty",
+                    "args.defaultConstraints[1].labelSelector: Forbidden: constraint must not define a selector, as they deduced for each pod",
+                    "args.defaultConstraints[2].whenUnsatisfiable: Unsupported value: \"Sometimes\"",
+                    "args.defaultConstraints[2]: Duplicate value: \"{zone, Sometimes}\"",
+                ],
+            ),
+            (
+                "VolumeBinding",
+                json!({"bindTimeoutSeconds": -1}),
+                &[
+                    "args.bindTimeoutSeconds: Invalid value: -1: invalid BindTimeoutSeconds, should not be a negative value",
+                ],
+            ),
+            (
+                "VolumeBinding",
+                json!({"shape": [{"utilization": 0, "score": 0}]}),
+                &[
+                    "args.shape: Invalid value: [{\"utilization\":0,\"score\":0}]: unexpected field `shape`",
+                ],
+            ),
+            (
+                "NodeAffinity",
+                json!({"addedAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": "zone", "operator": "In"}, {"key": "zone", "operator": "Near", "values": ["a"]}]}]}}}),
+                &[
+                    "args.addedAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].values: Required value",
+                    "args.addedAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[1].operator: Invalid value: \"Near\"",
+                ],
+            ),
+            ("TaintToleration", json!({"anything": true}), &[]),
+        ];
+        for (plugin, args, want) in cases {
+            let errs = validate_plugin_args(&FieldPath::new("args"), plugin, Some(args));
+            let got: Vec<String> = errs.iter().map(ToString::to_string).collect();
+            assert_eq!(got.len(), want.len(), "{plugin} {args}: {got:#?}");
+            for w in *want {
+                assert!(
+                    got.iter().any(|g| g.starts_with(w)),
+                    "{plugin} {args}: want {w:?} in {got:#?}"
+                );
+            }
+        }
+    }
+
+    fn defaulted(profiles: Value) -> KubeSchedulerConfiguration {
+        let mut cfg: KubeSchedulerConfiguration =
+            serde_json::from_value(json!({ "profiles": profiles })).unwrap_or_default();
+        super::super::defaults::set_defaults(&mut cfg);
+        cfg
+    }
+
+    #[test]
+    fn configuration_cases() {
+        let cases: &[(Value, &str)] = &[
+            (json!([{"schedulerName": "a"}, {"schedulerName": "b"}]), ""),
+            (
+                json!([{"schedulerName": "a", "percentageOfNodesToScore": -1}]),
+                "profiles[0].percentageOfNodesToScore: Invalid value: -1: not in valid range [0-100]",
+            ),
+            (
+                json!([{"schedulerName": "a", "pluginConfig": [{"name": "Frob"}]}]),
+                "profiles[0].pluginConfig[0].name: Invalid value: \"Frob\": plugin \"Frob\" does not exist",
+            ),
+            (
+                json!([{"schedulerName": "a", "pluginConfig": [{"name": "NodePorts"}, {"name": "NodePorts"}]}]),
+                "profiles[0].pluginConfig[1]: Duplicate value: \"NodePorts\"",
+            ),
+            (
+                json!([{"schedulerName": "a", "plugins": {"queueSort": {"enabled": [{"name": "PrioritySort"}]}}},
+                       {"schedulerName": "b"}]),
+                "profiles[1].plugins.queueSort: Invalid value: {\"enabled\":[],\"disabled\":[]}: must be the same for all profiles",
+            ),
+        ];
+        for (profiles, want) in cases {
+            let got = validate(&defaulted(profiles.clone())).to_string();
+            if want.is_empty() {
+                assert_eq!(got, "", "{profiles}");
+            } else {
+                assert!(got.contains(want), "{profiles}\ngot:  {got}\nwant: {want}");
+            }
+        }
+    }
+
+    #[test]
+    fn user_plugin_cases() {
+        let cases: &[(Value, &str)] = &[
+            (
+                json!({"multiPoint": {"enabled": [{"name": "ImageLocality", "weight": 100}]}}),
+                "",
+            ),
+            (
+                json!({"score": {"enabled": [{"name": "ImageLocality", "weight": 0}]}}),
+                "",
+            ),
+            (
+                json!({"multiPoint": {"enabled": [{"name": "ImageLocality", "weight": 101}]}}),
+                "profiles[0].plugins.multiPoint.enabled[0].weight: Invalid value: 101: not in valid range [1, 100]",
+            ),
+            (
+                json!({"filter": {"enabled": [{"name": "NodePorts"}, {"name": "NodePorts"}]}}),
+                "profiles[0].plugins.filter.enabled[1].name: Duplicate value: \"NodePorts\"",
+            ),
+            (
+                json!({"filter": {"disabled": [{"name": "NoSuchPlugin"}]}}),
+                "",
+            ),
+        ];
+        for (plugins, want) in cases {
+            let cfg: KubeSchedulerConfiguration =
+                serde_json::from_value(json!({"profiles": [{"plugins": plugins}]}))
+                    .unwrap_or_default();
+            assert!(cfg.profiles.is_some(), "{plugins} did not decode");
+            assert_eq!(validate_user_plugins(&cfg).to_string(), *want, "{plugins}");
+        }
+    }
+}
