@@ -127,3 +127,24 @@ fn write_config_to_writes_the_defaulted_profile() {
     assert_eq!(fit["args"]["scoringStrategy"]["type"], "LeastAllocated");
     assert_eq!(fit["args"]["kind"], "NodeResourcesFitArgs");
 }
+
+#[test]
+fn written_config_reads_back_unchanged() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let first = dir.path().join("first.yaml");
+    let second = dir.path().join("second.yaml");
+    let out = scheduler(&[format!("--write-config-to={}", first.display())]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let out = scheduler(&[
+        format!("--config={}", first.display()),
+        format!("--write-config-to={}", second.display()),
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let read = |p: &Path| std::fs::read_to_string(p).expect("written config");
+    assert_eq!(read(&first), read(&second));
+}

@@ -21,6 +21,14 @@ const MAX_CUSTOM_PRIORITY_SCORE: i32 = 10;
 /// Score weights are kept small so a profile's total score cannot overflow.
 const MAX_SCORE_WEIGHT: i32 = 100;
 
+/// The in-tree volume limit plugins v1 no longer has (upstream names them in its error).
+const REMOVED_PLUGINS: &[&str] = &[
+    "AzureDiskLimits",
+    "CinderLimits",
+    "EBSLimits",
+    "GCEPDLimits",
+];
+
 /// Validates a defaulted configuration (see [`super::defaults::set_defaults`]).
 pub fn validate(cfg: &KubeSchedulerConfiguration) -> ErrorList {
     let mut errs = ErrorList::new();
@@ -124,7 +132,15 @@ pub fn validate_user_plugins(cfg: &KubeSchedulerConfiguration) -> ErrorList {
             let mut seen = BTreeSet::new();
             for (j, plugin) in set.enabled().iter().enumerate() {
                 let p = enabled_path.index(j);
-                if !known.contains(plugin.name.as_str()) {
+                if REMOVED_PLUGINS.contains(&plugin.name.as_str()) {
+                    errs.push(FieldError::invalid(
+                        &p,
+                        plugin.name.as_str(),
+                        format!(
+                            "was invalid in version {API_VERSION:?} (KubeSchedulerConfiguration is version {API_VERSION:?})"
+                        ),
+                    ));
+                } else if !known.contains(plugin.name.as_str()) {
                     errs.push(FieldError::invalid(
                         &p.child("name"),
                         plugin.name.as_str(),
