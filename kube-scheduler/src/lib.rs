@@ -3,6 +3,7 @@
 
 pub mod apis;
 pub mod app;
+pub mod cache;
 pub mod framework;
 pub mod plugins;
 pub mod queue;
