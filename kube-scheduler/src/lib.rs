@@ -7,3 +7,4 @@ pub mod cache;
 pub mod framework;
 pub mod plugins;
 pub mod queue;
+pub mod scheduler;
