@@ -2,9 +2,9 @@
 //! binding protocol, the names of generic ephemeral claims, node-affinity and
 //! allowed-topology matching, and the lister errors upstream shows users.
 
+use crate::plugins::helper::node_affinity::NodeSelector;
 use k8s_openapi::api::core::v1::{
-    NodeSelectorRequirement, NodeSelectorTerm, PersistentVolume, PersistentVolumeClaim, Pod,
-    TopologySelectorTerm, Volume,
+    PersistentVolume, PersistentVolumeClaim, Pod, TopologySelectorTerm, Volume,
 };
 use std::any::Any;
 use std::borrow::Cow;
@@ -113,53 +113,6 @@ pub fn storage_class_not_found(name: &str) -> String {
     format!("storageclass.storage.k8s.io \"{name}\" not found")
 }
 
-fn requirement_matches<'a>(
-    r: &NodeSelectorRequirement,
-    value_of: impl Fn(&str) -> Option<&'a str>,
-) -> bool {
-    let values = r.values.as_deref().unwrap_or_default();
-    let v = value_of(&r.key);
-    match r.operator.as_str() {
-        "In" => v.is_some_and(|v| values.iter().any(|x| x == v)),
-        "NotIn" => v.is_none_or(|v| !values.iter().any(|x| x == v)),
-        "Exists" => v.is_some(),
-        "DoesNotExist" => v.is_none(),
-        op @ ("Gt" | "Lt") => {
-            let (Some(v), [bound]) = (v, values) else {
-                return false;
-            };
-            match (v.parse::<i64>(), bound.parse::<i64>()) {
-                (Ok(v), Ok(b)) if op == "Gt" => v > b,
-                (Ok(v), Ok(b)) => v < b,
-                _ => false,
-            }
-        }
-        _ => false,
-    }
-}
-
-/// Whether some term matches the node (terms are ORed, a term's requirements ANDed; an empty
-/// term matches nothing), as upstream's `MatchNodeSelectorTerms`.
-pub fn match_node_selector_terms(
-    terms: &[NodeSelectorTerm],
-    node_name: &str,
-    labels: &BTreeMap<String, String>,
-) -> bool {
-    terms.iter().any(|t| {
-        let exprs = t.match_expressions.as_deref().unwrap_or_default();
-        let fields = t.match_fields.as_deref().unwrap_or_default();
-        if exprs.is_empty() && fields.is_empty() {
-            return false;
-        }
-        exprs
-            .iter()
-            .all(|r| requirement_matches(r, |k| labels.get(k).map(String::as_str)))
-            && fields
-                .iter()
-                .all(|r| requirement_matches(r, |k| (k == "metadata.name").then_some(node_name)))
-    })
-}
-
 /// Whether a volume's required node affinity admits a node with `labels` (upstream's
 /// `CheckNodeAffinity`, which looks at labels only).
 pub fn volume_fits_node(pv: &PersistentVolume, labels: &BTreeMap<String, String>) -> bool {
@@ -171,7 +124,8 @@ pub fn volume_fits_node(pv: &PersistentVolume, labels: &BTreeMap<String, String>
     else {
         return true;
     };
-    match_node_selector_terms(&required.node_selector_terms, "", labels)
+    // Upstream matches a node built from the labels alone: `matchFields` never match.
+    NodeSelector::parse(required).matches_parts(labels, "")
 }
 
 /// A StorageClass's `allowedTopologies` against node labels (no terms: every node).
@@ -211,6 +165,10 @@ pub fn pod_uses_claim(pod: &Pod, namespace: &str, name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use k8s_openapi::api::core::v1::{
+        NodeSelector as ApiNodeSelector, NodeSelectorRequirement, NodeSelectorTerm,
+        PersistentVolumeSpec, VolumeNodeAffinity,
+    };
 
     fn req(key: &str, op: &str, values: &[&str]) -> NodeSelectorRequirement {
         NodeSelectorRequirement {
@@ -220,8 +178,22 @@ mod tests {
         }
     }
 
+    fn pv_with(terms: Option<Vec<NodeSelectorTerm>>) -> PersistentVolume {
+        PersistentVolume {
+            spec: Some(PersistentVolumeSpec {
+                node_affinity: terms.map(|node_selector_terms| VolumeNodeAffinity {
+                    required: Some(ApiNodeSelector {
+                        node_selector_terms,
+                    }),
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
     #[test]
-    fn node_selector_terms_table() {
+    fn volume_node_affinity_table() {
         let labels: BTreeMap<String, String> = [("zone", "a"), ("n", "5")]
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -230,44 +202,56 @@ mod tests {
             match_expressions: Some(rs),
             match_fields: None,
         };
-        let cases: Vec<(&str, Vec<NodeSelectorTerm>, bool)> = vec![
-            ("in", vec![term(vec![req("zone", "In", &["a", "b"])])], true),
+        let by_name = NodeSelectorTerm {
+            match_expressions: None,
+            match_fields: Some(vec![req("metadata.name", "In", &["node-a"])]),
+        };
+        let cases: Vec<(&str, Option<Vec<NodeSelectorTerm>>, bool)> = vec![
+            ("no affinity", None, true),
+            (
+                "in",
+                Some(vec![term(vec![req("zone", "In", &["a", "b"])])]),
+                true,
+            ),
             (
                 "in miss",
-                vec![term(vec![req("zone", "In", &["b"])])],
+                Some(vec![term(vec![req("zone", "In", &["b"])])]),
                 false,
             ),
-            (
-                "notin absent",
-                vec![term(vec![req("x", "NotIn", &["b"])])],
-                true,
-            ),
-            ("exists", vec![term(vec![req("zone", "Exists", &[])])], true),
-            (
-                "doesnotexist",
-                vec![term(vec![req("zone", "DoesNotExist", &[])])],
-                false,
-            ),
-            ("gt", vec![term(vec![req("n", "Gt", &["4"])])], true),
-            ("lt", vec![term(vec![req("n", "Lt", &["4"])])], false),
-            ("gt bad", vec![term(vec![req("zone", "Gt", &["4"])])], false),
+            ("gt", Some(vec![term(vec![req("n", "Gt", &["4"])])]), true),
             (
                 "ored terms",
-                vec![
+                Some(vec![
                     term(vec![req("zone", "In", &["b"])]),
                     term(vec![req("zone", "In", &["a"])]),
-                ],
+                ]),
                 true,
             ),
-            ("empty term", vec![term(vec![])], false),
-            ("no terms", vec![], false),
+            ("fields never match", Some(vec![by_name]), false),
+            ("no terms", Some(vec![]), false),
         ];
         for (name, terms, want) in cases {
-            assert_eq!(
-                match_node_selector_terms(&terms, "", &labels),
-                want,
-                "{name}"
-            );
+            assert_eq!(volume_fits_node(&pv_with(terms), &labels), want, "{name}");
         }
+    }
+
+    #[test]
+    fn allowed_topologies() {
+        use k8s_openapi::api::core::v1::TopologySelectorLabelRequirement;
+        let labels: BTreeMap<String, String> = [("zone".to_string(), "a".to_string())]
+            .into_iter()
+            .collect();
+        let term = |v: &str| TopologySelectorTerm {
+            match_label_expressions: Some(vec![TopologySelectorLabelRequirement {
+                key: "zone".into(),
+                values: vec![v.into()],
+            }]),
+        };
+        assert!(match_topology_selector_terms(&[], &labels));
+        assert!(match_topology_selector_terms(
+            &[term("b"), term("a")],
+            &labels
+        ));
+        assert!(!match_topology_selector_terms(&[term("b")], &labels));
     }
 }
