@@ -1,0 +1,458 @@
+//! Benchmark of kube-scheduler (not a test), in the spirit of upstream scheduler_perf's
+//! SchedulingBasic: our apiserver (embedded store) and kube-scheduler as release processes,
+//! `--nodes` nodes from scheduler_perf's node-default.yaml (4 cpu, 32Gi, 110 pods), then
+//! `--init-pods` pods scheduled before measuring, then `--pods` measured pods from its
+//! pod-default.yaml (100m cpu, 500Mi) created as fast as the apiserver accepts them by
+//! `--creators` concurrent clients. Throughput is counted from a pod watch (pods that gain a
+//! spec.nodeName), sampled every second like upstream's throughput collector.
+//!
+//! `cargo build --release -p kube-apiserver -p kube-scheduler -p e2e &&
+//!  target/release/bench-scheduler --nodes 5000 --init-pods 1000 --pods 10000`
+//! prints one markdown table row (the header with `--header`).
+
+use bytes::Bytes;
+use e2e::apiserver::{ApiServer, Backend};
+use e2e::scheduler::Scheduler;
+use futures::StreamExt;
+use http_body_util::{BodyExt, Full};
+use hyper::client::conn::http2::SendRequest;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use serde_json::{Value, json};
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+use tokio::io::AsyncBufReadExt;
+
+const NS: &str = "bench";
+/// How long the measured pods may take in all before the run is declared failed.
+const GIVE_UP: Duration = Duration::from_secs(600);
+
+struct Args {
+    nodes: usize,
+    init_pods: usize,
+    pods: usize,
+    creators: usize,
+    header: bool,
+}
+
+fn parse_args() -> anyhow::Result<Args> {
+    let mut args = Args {
+        nodes: 1000,
+        init_pods: 0,
+        pods: 3000,
+        creators: 16,
+        header: false,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut value = || -> anyhow::Result<usize> {
+            Ok(it
+                .next()
+                .ok_or_else(|| anyhow::anyhow!("{flag} needs a value"))?
+                .parse()?)
+        };
+        match flag.as_str() {
+            "--nodes" => args.nodes = value()?,
+            "--init-pods" => args.init_pods = value()?,
+            "--pods" => args.pods = value()?,
+            "--creators" => args.creators = value()?.max(1),
+            "--header" => args.header = true,
+            other => anyhow::bail!(
+                "unknown flag {other}; usage: bench-scheduler [--nodes N] [--init-pods N] \
+                 [--pods N] [--creators N] [--header]"
+            ),
+        }
+    }
+    Ok(args)
+}
+
+/// One HTTP/2 connection (requests are multiplexed on it).
+#[derive(Clone)]
+struct Client {
+    sender: SendRequest<Full<Bytes>>,
+}
+
+impl Client {
+    async fn connect(api: &ApiServer) -> anyhow::Result<Self> {
+        let tls = e2e::https::tls(api.addr(), &api.ca_file(), &[b"h2"]).await?;
+        let (sender, conn) =
+            hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tls)).await?;
+        tokio::spawn(conn);
+        Ok(Self { sender })
+    }
+
+    async fn send(
+        &self,
+        method: &str,
+        path: &str,
+        content_type: &str,
+        body: &Value,
+    ) -> anyhow::Result<hyper::Response<hyper::body::Incoming>> {
+        let request = hyper::Request::builder()
+            .method(method)
+            .uri(format!("https://localhost{path}"))
+            .header("content-type", content_type)
+            .header("authorization", "Bearer e2e")
+            .body(Full::new(Bytes::from(serde_json::to_vec(body)?)))?;
+        Ok(self.sender.clone().send_request(request).await?)
+    }
+
+    /// A write that must answer `code`; retried on 429 (priority and fairness pushing back).
+    async fn expect(
+        &self,
+        method: &str,
+        path: &str,
+        content_type: &str,
+        body: &Value,
+        code: u16,
+    ) -> anyhow::Result<()> {
+        loop {
+            let response = self.send(method, path, content_type, body).await?;
+            let status = response.status().as_u16();
+            let text = response.into_body().collect().await?.to_bytes();
+            if status == code {
+                return Ok(());
+            }
+            if status != 429 {
+                anyhow::bail!(
+                    "{method} {path}: {status} {}",
+                    String::from_utf8_lossy(&text)
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+/// Runs `make(client, i)` for i in 0..count over `creators` concurrent workers.
+async fn run_all<F, Fut>(
+    clients: &[Client],
+    creators: usize,
+    count: usize,
+    make: F,
+) -> anyhow::Result<()>
+where
+    F: Fn(Client, usize) -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = anyhow::Result<()>> + Send,
+{
+    let next = Arc::new(AtomicUsize::new(0));
+    let mut workers = vec![];
+    for w in 0..creators {
+        let client = clients[w % clients.len()].clone();
+        let next = next.clone();
+        let make = make.clone();
+        workers.push(tokio::spawn(async move {
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= count {
+                    return anyhow::Ok(());
+                }
+                make(client.clone(), i).await?;
+            }
+        }));
+    }
+    for worker in workers {
+        worker.await??;
+    }
+    Ok(())
+}
+
+fn node(name: &str) -> (Value, Value) {
+    let resources = json!({"cpu": "4", "memory": "32Gi", "pods": "110"});
+    (
+        json!({"apiVersion": "v1", "kind": "Node",
+               "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}}}),
+        json!({"status": {"capacity": resources, "allocatable": resources,
+                          "conditions": [{"type": "Ready", "status": "True",
+                                          "reason": "KubeletReady", "message": "ready"}]}}),
+    )
+}
+
+fn pod(name: &str) -> Value {
+    let resources = json!({"cpu": "100m", "memory": "500Mi"});
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+           "spec": {"containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10",
+                                    "ports": [{"containerPort": 80}],
+                                    "resources": {"requests": resources, "limits": resources}}]}})
+}
+
+/// Nodes as a kubelet registers them; the not-ready taint TaintNodesByCondition adds on create
+/// is taken off as the node lifecycle controller (not running) would once the node is Ready.
+async fn create_nodes(clients: &[Client], creators: usize, count: usize) -> anyhow::Result<()> {
+    run_all(clients, creators, count, |client, i| async move {
+        let name = format!("node-{i}");
+        let (object, status) = node(&name);
+        client
+            .expect("POST", "/api/v1/nodes", "application/json", &object, 201)
+            .await?;
+        let path = format!("/api/v1/nodes/{name}");
+        let merge = "application/merge-patch+json";
+        client
+            .expect("PATCH", &format!("{path}/status"), merge, &status, 200)
+            .await?;
+        client
+            .expect("PATCH", &path, merge, &json!({"spec": {"taints": []}}), 200)
+            .await
+    })
+    .await
+}
+
+async fn create_pods(
+    clients: &[Client],
+    creators: usize,
+    prefix: &'static str,
+    count: usize,
+) -> anyhow::Result<()> {
+    run_all(clients, creators, count, move |client, i| async move {
+        let path = format!("/api/v1/namespaces/{NS}/pods");
+        client
+            .expect(
+                "POST",
+                &path,
+                "application/json",
+                &pod(&format!("{prefix}-{i}")),
+                201,
+            )
+            .await
+    })
+    .await
+}
+
+/// Counts the pods of the namespace that have been bound, from a watch opened now.
+async fn watch_scheduled(client: &Client) -> anyhow::Result<Arc<AtomicUsize>> {
+    let path = format!("/api/v1/namespaces/{NS}/pods?watch=true");
+    let response = client
+        .send("GET", &path, "application/json", &json!(null))
+        .await?;
+    anyhow::ensure!(response.status() == 200, "watch: {}", response.status());
+    let scheduled = Arc::new(AtomicUsize::new(0));
+    let counter = scheduled.clone();
+    let stream = http_body_util::BodyStream::new(response.into_body()).map(|frame| {
+        frame
+            .map(|f| f.into_data().unwrap_or_default())
+            .map_err(std::io::Error::other)
+    });
+    let mut lines = tokio::io::BufReader::new(tokio_util::io::StreamReader::new(stream)).lines();
+    tokio::spawn(async move {
+        let mut bound = HashSet::new();
+        while let Ok(Some(line)) = lines.next_line().await {
+            let Ok(event) = serde_json::from_str::<Value>(&line) else {
+                continue;
+            };
+            let pod = &event["object"];
+            if event["type"] != "DELETED"
+                && pod["spec"]["nodeName"]
+                    .as_str()
+                    .is_some_and(|n| !n.is_empty())
+                && bound.insert(
+                    pod["metadata"]["name"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string(),
+                )
+            {
+                counter.store(bound.len(), Ordering::Relaxed);
+            }
+        }
+    });
+    Ok(scheduled)
+}
+
+/// Waits until `scheduled` reaches `target`, sampling it every second; returns the per-second
+/// throughput samples (the last one over the remaining fraction of a second) and the time.
+async fn collect(scheduled: &AtomicUsize, target: usize, start: Instant) -> (Vec<f64>, Duration) {
+    let mut samples = vec![];
+    let mut last = (start, scheduled.load(Ordering::Relaxed));
+    let mut tick = tokio::time::interval_at(
+        tokio::time::Instant::from_std(start) + Duration::from_secs(1),
+        Duration::from_secs(1),
+    );
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {
+                let now = (Instant::now(), scheduled.load(Ordering::Relaxed));
+                samples.push((now.1 - last.1) as f64 / (now.0 - last.0).as_secs_f64());
+                last = now;
+            }
+            _ = tokio::time::sleep(Duration::from_millis(5)) => {}
+        }
+        let count = scheduled.load(Ordering::Relaxed);
+        if count >= target {
+            let now = Instant::now();
+            let rest = (now - last.0).as_secs_f64();
+            if rest > 0.05 {
+                samples.push((count - last.1) as f64 / rest);
+            }
+            return (samples, now - start);
+        }
+        if start.elapsed() > GIVE_UP {
+            eprintln!("gave up: {count} of {target} pods scheduled after {GIVE_UP:?}");
+            return (samples, start.elapsed());
+        }
+    }
+}
+
+fn percentile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    sorted[((sorted.len() as f64 - 1.0) * q).round() as usize]
+}
+
+/// (user+system CPU seconds, peak RSS MiB) of a process.
+fn usage(pid: u32) -> (f64, f64) {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command (which may hold spaces) start at the last ')'.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    // utime and stime are fields 14 and 15 of stat, 12 and 13 after the command.
+    let cpu = (ticks(11) + ticks(12)) / 100.0;
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let hwm_kib = status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse::<f64>().ok())
+        .unwrap_or(0.0);
+    (cpu, hwm_kib / 1024.0)
+}
+
+fn apiserver_pid(api_dir: &std::path::Path) -> Option<u32> {
+    // The harness does not expose the apiserver's pid; find the process serving this dir.
+    let needle = format!("--data-dir={}", api_dir.join("data").display());
+    std::fs::read_dir("/proc")
+        .ok()?
+        .flatten()
+        .find_map(|entry| {
+            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
+            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+            let cmdline = String::from_utf8_lossy(&cmdline);
+            cmdline.split('\0').any(|a| a == needle).then_some(pid)
+        })
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = parse_args()?;
+    let dir = tempfile::tempdir()?;
+    let api_dir = dir.path().join("apiserver");
+    let api = ApiServer::start(&api_dir, Backend::Embedded).await?;
+    let config = "clientConnection:\n  qps: 5000\n  burst: 5000\n";
+    let scheduler =
+        Scheduler::start(&dir.path().join("scheduler"), &api, Some(config), &[]).await?;
+    let scheduler_pid = scheduler.pid().expect("running");
+    let mut clients = vec![];
+    for _ in 0..4 {
+        clients.push(Client::connect(&api).await?);
+    }
+    let admin = &clients[0];
+    admin
+        .expect(
+            "POST",
+            "/api/v1/namespaces",
+            "application/json",
+            &json!({"metadata": {"name": NS}}),
+            201,
+        )
+        .await?;
+    admin
+        .expect(
+            "POST",
+            &format!("/api/v1/namespaces/{NS}/serviceaccounts"),
+            "application/json",
+            &json!({"metadata": {"name": "default"}}),
+            201,
+        )
+        .await?;
+
+    let t = Instant::now();
+    create_nodes(&clients, args.creators, args.nodes).await?;
+    eprintln!("{} nodes in {:.1?}", args.nodes, t.elapsed());
+
+    let watch_client = Client::connect(&api).await?;
+    let scheduled = watch_scheduled(&watch_client).await?;
+    if args.init_pods > 0 {
+        let t = Instant::now();
+        create_pods(&clients, args.creators, "init", args.init_pods).await?;
+        let (_, took) = collect(&scheduled, args.init_pods, t).await;
+        eprintln!("{} initial pods scheduled in {took:.1?}", args.init_pods);
+    }
+    let base = scheduled.load(Ordering::Relaxed);
+    let counted = Arc::new(AtomicUsize::new(0));
+    // The measured pods only: the watch keeps counting from the initial ones.
+    let relay = {
+        let (scheduled, counted) = (scheduled.clone(), counted.clone());
+        tokio::spawn(async move {
+            loop {
+                counted.store(
+                    scheduled.load(Ordering::Relaxed).saturating_sub(base),
+                    Ordering::Relaxed,
+                );
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        })
+    };
+    let (cpu_before, _) = usage(scheduler_pid);
+    let api_pid = apiserver_pid(&api_dir);
+    let api_cpu_before = api_pid.map(|p| usage(p).0).unwrap_or(0.0);
+    let start = Instant::now();
+    let creating = {
+        let clients = clients.clone();
+        let (creators, pods) = (args.creators, args.pods);
+        tokio::spawn(async move {
+            let t = Instant::now();
+            create_pods(&clients, creators, "pod", pods).await?;
+            anyhow::Ok(t.elapsed())
+        })
+    };
+    let (mut samples, took) = collect(&counted, args.pods, start).await;
+    let created_in = creating.await??;
+    relay.abort();
+    let (cpu_after, peak_mib) = usage(scheduler_pid);
+    let api_cpu = api_pid.map(|p| usage(p).0).unwrap_or(0.0) - api_cpu_before;
+    let done = counted.load(Ordering::Relaxed);
+    let average = done as f64 / took.as_secs_f64();
+    samples.sort_by(f64::total_cmp);
+    eprintln!(
+        "{} pods created in {created_in:.1?}, {done} scheduled in {took:.1?}",
+        args.pods
+    );
+    if args.header {
+        println!(
+            "| nodes | initial pods | measured pods | scheduled in s | average pods/s | p50 | p90 \
+             | p95 | p99 | scheduler CPU s | scheduler peak RSS MiB | apiserver CPU s |\n\
+             |---|---|---|---|---|---|---|---|---|---|---|---|"
+        );
+    }
+    println!(
+        "| {} | {} | {} | {:.1} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.1} | {:.0} | {:.1} |",
+        args.nodes,
+        args.init_pods,
+        args.pods,
+        took.as_secs_f64(),
+        average,
+        percentile(&samples, 0.5),
+        percentile(&samples, 0.9),
+        percentile(&samples, 0.95),
+        percentile(&samples, 0.99),
+        cpu_after - cpu_before,
+        peak_mib,
+        api_cpu,
+    );
+    anyhow::ensure!(
+        done >= args.pods,
+        "only {done} of {} pods were scheduled",
+        args.pods
+    );
+    drop(scheduler);
+    Ok(())
+}
