@@ -564,8 +564,7 @@ impl SchedulingQueue {
         if !self.hints.is_event_of_interest(&event) {
             return;
         }
-        let keys: Vec<String> = st.unschedulable.keys().cloned().collect();
-        self.move_pods(&mut st, keys, event, old, new);
+        self.move_pods(&mut st, |_| true, event, old, new);
     }
 
     /// A pod was bound: it may satisfy pending pods' affinity or topology spread.
@@ -574,9 +573,14 @@ impl SchedulingQueue {
         if !self.hints.is_event_of_interest(&events::ASSIGNED_POD_ADD) {
             return;
         }
-        let keys = cross_topology_candidates(&st, pod);
         let new: &dyn Any = &*pod.pod;
-        self.move_pods(&mut st, keys, events::ASSIGNED_POD_ADD, None, Some(new));
+        self.move_pods(
+            &mut st,
+            |q| may_help_cross_topology(q, pod),
+            events::ASSIGNED_POD_ADD,
+            None,
+            Some(new),
+        );
     }
 
     /// A bound pod changed. Only a scale-down can help pods rejected for resources; any
@@ -591,38 +595,44 @@ impl SchedulingQueue {
             action::UPDATE_POD_SCALE_DOWN,
             "",
         );
-        let keys = if scale_down.covers(&event) {
-            st.unschedulable.keys().cloned().collect()
-        } else {
-            cross_topology_candidates(&st, new)
-        };
+        let all = scale_down.covers(&event);
         let old_any: &dyn Any = old;
         let new_any: &dyn Any = &*new.pod;
-        self.move_pods(&mut st, keys, event, Some(old_any), Some(new_any));
+        self.move_pods(
+            &mut st,
+            |q| all || may_help_cross_topology(q, new),
+            event,
+            Some(old_any),
+            Some(new_any),
+        );
     }
 
+    /// Moves the unschedulable pods `candidate` selects that the event may help. Hints are
+    /// asked first, on shared references, so that an event which helps nobody costs no copies.
     fn move_pods(
         &self,
         st: &mut State,
-        keys: Vec<String>,
+        candidate: impl Fn(&QueuedPodInfo) -> bool,
         event: ClusterEvent,
         old: Option<&dyn Any>,
         new: Option<&dyn Any>,
     ) {
+        let to_move: Vec<(String, Strategy)> = st
+            .unschedulable
+            .iter()
+            .filter(|(_, q)| {
+                // Only an update of the pod itself lifts scheduling gates; skipping them here
+                // keeps events cheap when thousands of gated pods wait.
+                !(q.gated && q.unschedulable_plugins.contains(scheduling_gates::NAME))
+                    && candidate(q)
+            })
+            .filter_map(|(k, q)| {
+                let s = self.hints.worth_requeuing(q, &event, old, new, false);
+                (s != Strategy::Skip).then(|| (k.clone(), s))
+            })
+            .collect();
         let mut moved = false;
-        for key in keys {
-            let Some(qpi) = st.unschedulable.get(&key) else {
-                continue;
-            };
-            // Only an update of the pod itself lifts scheduling gates; skipping them here
-            // keeps events cheap when thousands of gated pods wait.
-            if qpi.gated && qpi.unschedulable_plugins.contains(scheduling_gates::NAME) {
-                continue;
-            }
-            let strategy = self.hints.worth_requeuing(qpi, &event, old, new, false);
-            if strategy == Strategy::Skip {
-                continue;
-            }
+        for (key, strategy) in to_move {
             let Some(qpi) = st.unschedulable_remove(&key) else {
                 continue;
             };
@@ -657,15 +667,13 @@ impl SchedulingQueue {
         let mut st = self.state.lock();
         let now = self.now();
         let max = self.options.pod_max_in_unschedulable_pods_duration;
-        let keys: Vec<String> = st
-            .unschedulable
-            .iter()
-            .filter(|(_, q)| now.saturating_duration_since(q.timestamp) > max)
-            .map(|(k, _)| k.clone())
-            .collect();
-        if !keys.is_empty() {
-            self.move_pods(&mut st, keys, events::UNSCHEDULABLE_TIMEOUT, None, None);
+        let stale = |q: &QueuedPodInfo| now.saturating_duration_since(q.timestamp) > max;
+        // The timeout is an event only when it moves someone: recorded for in-flight pods
+        // every 30 seconds, it would send each failing pod to backoffQ.
+        if !st.unschedulable.values().any(stale) {
+            return;
         }
+        self.move_pods(&mut st, stale, events::UNSCHEDULABLE_TIMEOUT, None, None);
     }
 
     fn next_backoff_expiry(&self) -> Option<Instant> {
@@ -782,24 +790,18 @@ impl SchedulingQueue {
     }
 }
 
-/// Unschedulable pods an assigned pod may help: those rejected by PodTopologySpread in its
-/// namespace, and those whose required affinity term selects it. A term with a namespace
-/// selector counts when its label selector matches, as the namespace's labels are not at hand
-/// here (its hint decides).
-fn cross_topology_candidates(st: &State, pod: &PodInfo) -> Vec<String> {
-    st.unschedulable
-        .iter()
-        .filter(|(_, q)| {
-            let pi = &q.pod_info;
-            (q.unschedulable_plugins.contains(pod_topology_spread::NAME)
-                && pi.namespace() == pod.namespace())
-                || pi.required_affinity_terms.iter().any(|t| {
-                    t.matches(pod, None)
-                        || (t.namespace_selector.is_some() && t.selector.matches(pod.labels()))
-                })
+/// Whether an assigned pod may help this unschedulable one: it was rejected by
+/// PodTopologySpread in the same namespace, or a required affinity term of it selects the pod.
+/// A term with a namespace selector counts when its label selector matches, as namespaces'
+/// labels are not at hand here (the plugin's hint decides).
+fn may_help_cross_topology(q: &QueuedPodInfo, pod: &PodInfo) -> bool {
+    let pi = &q.pod_info;
+    (q.unschedulable_plugins.contains(pod_topology_spread::NAME)
+        && pi.namespace() == pod.namespace())
+        || pi.required_affinity_terms.iter().any(|t| {
+            t.matches(pod, None)
+                || (t.namespace_selector.is_some() && t.selector.matches(pod.labels()))
         })
-        .map(|(k, _)| k.clone())
-        .collect()
 }
 
 impl PodNominator for SchedulingQueue {

@@ -684,3 +684,19 @@ async fn pending_pods_lists_every_sub_queue() {
     assert_eq!(names, ["a", "e", "u"]);
     assert_eq!(summary, "activeQ:1; backoffQ:1; unschedulablePods:1");
 }
+
+#[tokio::test]
+async fn a_flush_that_moves_nobody_is_no_event_for_in_flight_pods() {
+    let (q, clock) = queue();
+    pop_and_reject(&q, prio_pod("u", 0), &[FIT]).expect("requeued");
+    q.add(prio_pod("p", 0));
+    let mut qpi = q.try_pop_now().expect("p");
+    clock.advance(Duration::from_secs(10));
+    q.flush_unschedulable_leftover();
+    assert_eq!(q.in_flight_events(), 0);
+    qpi.unschedulable_plugins.insert(FIT.into());
+    q.add_unschedulable_if_not_present(qpi, 2)
+        .expect("requeued");
+    assert_eq!(q.sub_queue_of(&uid("p")), Some(SubQueue::Unschedulable));
+    assert_eq!(q.sub_queue_of(&uid("u")), Some(SubQueue::Unschedulable));
+}
