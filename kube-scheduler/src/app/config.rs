@@ -100,7 +100,16 @@ impl TryFrom<Options> for Config {
                 apply_deprecated(&options, &mut cfg);
                 cfg
             }
-            Some(path) => read_config_file(path)?,
+            Some(path) => {
+                // The file's kubeconfig replaces --kubeconfig; --master still applies.
+                KubeconfigOptions {
+                    kubeconfig: None,
+                    master: options.client.master.clone(),
+                }
+                .validate()
+                .map_err(|e| anyhow!(e))?;
+                read_config_file(path)?
+            }
         };
         apply_leader_election(&options, &mut cfg);
         let cfg = complete(cfg).map_err(|e| anyhow!("{e}"))?;

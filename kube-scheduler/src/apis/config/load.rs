@@ -251,6 +251,10 @@ mod tests {
                 "profiles[1].plugins.queueSort: Invalid value: ",
             ),
             (
+                "leaderElection:\n  leaderElect: false\n  retryPeriod: soon\n",
+                "leaderElection.retryPeriod: Invalid value: \"soon\": time: invalid duration",
+            ),
+            (
                 "percentageOfNodesToScore: 101\n",
                 "percentageOfNodesToScore: Invalid value: 101: not in valid range [0-100]",
             ),

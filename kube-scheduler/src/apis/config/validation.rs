@@ -171,14 +171,13 @@ pub fn validate_user_plugins(cfg: &KubeSchedulerConfiguration) -> ErrorList {
 
 fn validate_leader_election(le: &LeaderElectionConfiguration) -> ErrorList {
     let mut errs = ErrorList::new();
-    if !le.leader_elect.unwrap_or(true) {
-        return errs;
-    }
+    let enabled = le.leader_elect.unwrap_or(true);
     let path = FieldPath::new("leaderElection");
+    // A malformed duration fails upstream's decoding whether or not election is on.
     let duration = |field: &str, value: &Option<String>, errs: &mut ErrorList| {
         let text = value.clone().unwrap_or_default();
         match text.parse::<GoDuration>() {
-            Ok(d) if d.0.is_zero() => {
+            Ok(d) if d.0.is_zero() && enabled => {
                 errs.push(FieldError::invalid(
                     &path.child(field),
                     text,
@@ -196,6 +195,9 @@ fn validate_leader_election(le: &LeaderElectionConfiguration) -> ErrorList {
     let lease = duration("leaseDuration", &le.lease_duration, &mut errs);
     let renew = duration("renewDeadline", &le.renew_deadline, &mut errs);
     duration("retryPeriod", &le.retry_period, &mut errs);
+    if !enabled {
+        return errs;
+    }
     if let (Some(lease), Some(renew)) = (lease, renew)
         && lease <= renew
     {
