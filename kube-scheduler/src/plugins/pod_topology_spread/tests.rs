@@ -667,3 +667,215 @@ async fn queueing_hints() {
     }
     assert_eq!(pl.events_to_register().len(), 2);
 }
+
+/// `n` pods labelled `l` on `node_name`.
+fn pods_on(node_name: &str, n: usize, l: &[(&str, &str)]) -> Vec<Pod> {
+    (0..n)
+        .map(|i| labelled(&format!("{node_name}-{i}"), node_name, l))
+        .collect()
+}
+
+fn snapshot_of(nodes: Vec<k8s_openapi::api::core::v1::Node>, pods: &[Pod]) -> Snapshot {
+    Snapshot::from_node_infos(
+        nodes
+            .into_iter()
+            .map(|n| {
+                let name = n.metadata.name.clone().unwrap_or_default();
+                let on = pods
+                    .iter()
+                    .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(&name))
+                    .cloned()
+                    .collect();
+                node_info(n, on)
+            })
+            .collect(),
+    )
+}
+
+/// name, pod's constraints, pods per node (name, count, labels), zoned nodes, feasible nodes,
+/// upstream's expected scores.
+type UpstreamCase = (
+    &'static str,
+    Vec<TopologySpreadConstraint>,
+    Vec<(&'static str, usize, &'static [(&'static str, &'static str)])>,
+    bool,
+    &'static [&'static str],
+    Vec<(&'static str, i64)>,
+);
+
+/// Cases and expected numbers from upstream's scoring tests.
+#[tokio::test]
+async fn score_matches_upstream_cases() {
+    const FOO: &[(&str, &str)] = &[("foo", "")];
+    const BAR: &[(&str, &str)] = &[("bar", "")];
+    const FOOBAR: &[(&str, &str)] = &[("foo", ""), ("bar", "")];
+    const ABCD: &[&str] = &["node-a", "node-b", "node-c", "node-d"];
+    let host = |skew| constraint(skew, HOST, "ScheduleAnyway", exists("foo"));
+    let zone = constraint(1, ZONE, "ScheduleAnyway", exists("foo"));
+    let cases: Vec<UpstreamCase> = vec![
+        (
+            "one constraint on node, all 4 nodes are candidates, maxSkew=2",
+            vec![host(2)],
+            vec![("node-a", 2, FOO), ("node-b", 1, FOO), ("node-d", 3, FOO)],
+            false,
+            ABCD,
+            vec![
+                ("node-a", 33),
+                ("node-b", 66),
+                ("node-c", 100),
+                ("node-d", 16),
+            ],
+        ),
+        (
+            "one constraint on node, all 4 nodes are candidates, maxSkew=3",
+            vec![host(3)],
+            vec![
+                ("node-a", 4, FOO),
+                ("node-b", 3, FOO),
+                ("node-c", 2, FOO),
+                ("node-d", 1, FOO),
+            ],
+            false,
+            ABCD,
+            vec![
+                ("node-a", 44),
+                ("node-b", 66),
+                ("node-c", 77),
+                ("node-d", 100),
+            ],
+        ),
+        (
+            "one constraint on node, 3 out of 4 nodes are candidates",
+            vec![host(1)],
+            vec![
+                ("node-a", 4, FOO),
+                ("node-b", 2, FOO),
+                ("node-x", 1, FOO),
+                ("node-y", 3, FOO),
+            ],
+            true,
+            &["node-a", "node-b", "node-x"],
+            vec![("node-a", 33), ("node-b", 83), ("node-x", 100)],
+        ),
+        (
+            "one constraint on zone, 3 out of 4 nodes are candidates",
+            vec![zone.clone()],
+            vec![
+                ("node-a", 4, FOO),
+                ("node-b", 2, FOO),
+                ("node-x", 1, FOO),
+                ("node-y", 3, FOO),
+            ],
+            true,
+            &["node-a", "node-b", "node-x"],
+            vec![("node-a", 75), ("node-b", 75), ("node-x", 100)],
+        ),
+        (
+            "two Constraints on zone and node, 2 out of 4 nodes are candidates",
+            vec![zone.clone(), host(1)],
+            vec![
+                ("node-a", 2, FOO),
+                ("node-b", 1, FOO),
+                ("node-x", 2, FOO),
+                ("node-y", 4, FOO),
+            ],
+            true,
+            &["node-a", "node-x"],
+            vec![("node-a", 100), ("node-x", 63)],
+        ),
+        (
+            "two Constraints on zone and node, with different labelSelectors",
+            vec![
+                zone.clone(),
+                constraint(1, HOST, "ScheduleAnyway", exists("bar")),
+            ],
+            vec![
+                ("node-a", 1, FOO),
+                ("node-b", 1, FOOBAR),
+                ("node-y", 1, FOO),
+                ("node-y", 1, BAR),
+            ],
+            true,
+            &["node-a", "node-b", "node-x", "node-y"],
+            vec![
+                ("node-a", 60),
+                ("node-b", 20),
+                ("node-x", 100),
+                ("node-y", 60),
+            ],
+        ),
+    ];
+    let pl = plugin(Defaulting::List);
+    for (name, cs, placement, zoned, feasible, want) in cases {
+        let nodes = if zoned {
+            vec![
+                node("node-a", &[], &[(ZONE, "zone1")]),
+                node("node-b", &[], &[(ZONE, "zone1")]),
+                node("node-x", &[], &[(ZONE, "zone2")]),
+                node("node-y", &[], &[(ZONE, "zone2")]),
+            ]
+        } else {
+            ABCD.iter().map(|n| node(n, &[], &[])).collect()
+        };
+        // Distinct names when one node gets two groups.
+        let pods: Vec<Pod> = placement
+            .iter()
+            .enumerate()
+            .flat_map(|(g, (n, count, l))| {
+                pods_on(n, *count, l).into_iter().map(move |mut p| {
+                    p.metadata.name = p.metadata.name.map(|x| format!("{x}-{g}"));
+                    p.metadata.uid = p.metadata.name.clone();
+                    p
+                })
+            })
+            .collect();
+        let snap = snapshot_of(nodes, &pods);
+        let p = pod_info(with_constraints(labelled("p", "", FOOBAR), cs));
+        let (s, got) = score_all(&pl, &p, &snap, feasible);
+        assert!(s.is_success(), "{name}: {s:?}");
+        assert_eq!(got, owned(&want), "{name}");
+    }
+}
+
+/// Upstream's "system defaulting, nodes don't have zone, pods match service": the same scores
+/// as one hostname constraint with maxSkew 3.
+#[tokio::test]
+async fn system_defaulting_without_zones_matches_upstream() {
+    use k8s_openapi::api::core::v1::ServiceSpec;
+    let ctx = test_context();
+    ctx.informers
+        .informer::<Service>()
+        .indexer()
+        .insert(Arc::new(Service {
+            metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+                name: Some("svc".into()),
+                namespace: Some("default".into()),
+                ..Default::default()
+            },
+            spec: Some(ServiceSpec {
+                selector: Some(labels(&[("foo", "")])),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }));
+    let pl = PodTopologySpread::new(PodTopologySpreadArgs::default(), &ctx);
+    let names = ["node-a", "node-b", "node-c", "node-d"];
+    let pods: Vec<Pod> = names
+        .iter()
+        .zip([4, 3, 2, 1])
+        .flat_map(|(n, c)| pods_on(n, c, &[("foo", "")]))
+        .collect();
+    let snap = snapshot_of(names.iter().map(|n| node(n, &[], &[])).collect(), &pods);
+    let p = pod_info(labelled("p", "", &[("foo", "")]));
+    let (s, got) = score_all(&pl, &p, &snap, &names);
+    assert!(s.is_success(), "{s:?}");
+    assert_eq!(
+        got,
+        owned(&[
+            ("node-a", 44),
+            ("node-b", 66),
+            ("node-c", 77),
+            ("node-d", 100)
+        ])
+    );
+}
