@@ -225,14 +225,12 @@ impl PostFilterPlugin for DefaultPreemption {
         metrics::counter!("scheduler_preemption_attempts_total").increment(1);
         match self.decide(fw, state, pod, snapshot, filtered, None) {
             Decision::NotEligible(s) | Decision::Error(s) => (None, s),
-            Decision::NoCandidate {
-                status,
-                no_potential_nodes,
-            } => {
-                if no_potential_nodes {
-                    for e in execute::clear_nominated_node_name(&fw.ctx, &[&**pod]).await {
-                        tracing::warn!(error = %e, "cannot clear the preemptor's nominatedNodeName");
-                    }
+            Decision::NoCandidate { status, .. } => {
+                // Upstream clears the pod's old nomination itself only when no node was worth
+                // trying, and otherwise through the empty nomination below; doing it here in
+                // both cases keeps it right whatever the caller makes of the result.
+                for e in execute::clear_nominated_node_name(&fw.ctx, &[&**pod]).await {
+                    tracing::warn!(error = %e, "cannot clear the preemptor's nominatedNodeName");
                 }
                 // An empty nomination overrides (clears) any the pod held, as upstream.
                 let clear = PostFilterResult {

@@ -835,3 +835,42 @@ fn args_validation() {
             .contains("cannot be zero at the same time")
     );
 }
+
+#[test]
+fn victim_marking_helpers() {
+    use super::execute::{disruption_message, pod_reference, terminating_by_preemption};
+    let mut preemptor = p("pre", 10, "1");
+    assert_eq!(
+        disruption_message(&preemptor),
+        "default-scheduler: preempting to accommodate a higher priority pod"
+    );
+    if let Some(s) = preemptor.spec.as_mut() {
+        s.scheduler_name = Some("my-scheduler".into());
+    }
+    assert_eq!(
+        disruption_message(&preemptor),
+        "my-scheduler: preempting to accommodate a higher priority pod"
+    );
+    let r = pod_reference(&preemptor);
+    assert_eq!(r.kind.as_deref(), Some("Pod"));
+    assert_eq!(r.uid.as_deref(), Some("uid-pod-pre"));
+
+    let condition = |reason: &str| PodStatus {
+        conditions: Some(vec![PodCondition {
+            type_: "DisruptionTarget".into(),
+            status: "True".into(),
+            reason: Some(reason.into()),
+            ..Default::default()
+        }]),
+        ..Default::default()
+    };
+    let mut victim = p("v", 1, "1");
+    victim.status = Some(condition("PreemptionByScheduler"));
+    // Marked but not deleted yet: not terminating.
+    assert!(!terminating_by_preemption(&victim));
+    victim.metadata.deletion_timestamp = Some(Time(jiff::Timestamp::now()));
+    assert!(terminating_by_preemption(&victim));
+    // Deleted for another reason (an eviction): not preemption's doing.
+    victim.status = Some(condition("EvictionByEvictionAPI"));
+    assert!(!terminating_by_preemption(&victim));
+}
