@@ -5,7 +5,7 @@
 //! window come out in QueueSort order rather than by a few milliseconds' difference.
 
 use super::heap::{Heap, LessFn};
-use super::pod_key;
+use super::{is_error, pod_key};
 use crate::framework::QueuedPodInfo;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -92,8 +92,7 @@ impl BackoffQueue {
     pub fn add(&mut self, qpi: QueuedPodInfo) {
         let expiry = self.expiry(&qpi).unwrap_or(self.epoch);
         let key = pod_key(&qpi).to_string();
-        // A pod without rejecting plugins failed with an error.
-        if qpi.unschedulable_plugins.is_empty() && qpi.pending_plugins.is_empty() {
+        if is_error(&qpi) {
             self.rejected.remove(&key);
             self.errors.push(Entry { expiry, qpi });
         } else {

@@ -39,14 +39,19 @@ impl RecordedEvent {
     }
 }
 
-/// An owned copy of a known API object; the flag is false when `obj` was of another type.
+/// An owned copy of a known API object, given bare (copied) or behind an `Arc` (shared), as
+/// hints accept both; the flag is false when `obj` was of another type.
 fn own(obj: Option<&dyn Any>) -> (Option<Object>, bool) {
     let Some(obj) = obj else {
         return (None, true);
     };
     macro_rules! try_types {
         ($($t:ty),*) => {
-            $(if let Some(x) = obj.downcast_ref::<$t>() {
+            $(if let Some(x) = obj.downcast_ref::<Arc<$t>>() {
+                let shared: Object = x.clone();
+                return (Some(shared), true);
+            }
+            if let Some(x) = obj.downcast_ref::<$t>() {
                 return (Some(Arc::new(x.clone())), true);
             })*
         };
@@ -157,5 +162,53 @@ impl InFlight {
             }
             entry.remove();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::framework::events::events::NODE_ADD;
+
+    fn node_of(e: &RecordedEvent) -> Option<&Node> {
+        e.new
+            .as_deref()
+            .and_then(|o| (o as &dyn Any).downcast_ref::<Node>())
+    }
+
+    #[test]
+    fn capture_keeps_known_objects_and_flags_others() {
+        let shared = Arc::new(Node::default());
+        let e = RecordedEvent::capture(NODE_ADD, None, Some(&shared));
+        assert!(!e.opaque);
+        let kept = node_of(&e).expect("a node");
+        assert!(
+            std::ptr::eq(kept, shared.as_ref()),
+            "an Arc is shared, not copied"
+        );
+        let bare = Node::default();
+        let e = RecordedEvent::capture(NODE_ADD, None, Some(&bare));
+        assert!(!e.opaque && node_of(&e).is_some());
+        let e = RecordedEvent::capture(NODE_ADD, Some(&42u8), None);
+        assert!(e.opaque && e.old.is_none());
+    }
+
+    #[test]
+    fn a_pod_sees_only_the_events_after_its_start() {
+        let mut f = InFlight::default();
+        let ev = || RecordedEvent::capture(NODE_ADD, None, None);
+        assert!(!f.add_if_any(ev));
+        f.start("a");
+        assert!(f.add_if_any(ev));
+        f.start("b");
+        assert!(f.add_if_pod_in_flight("b", vec![ev(), ev()]));
+        assert!(!f.add_if_pod_in_flight("c", vec![ev()]));
+        assert_eq!(f.events_for("a").map(|v| v.len()), Some(3));
+        assert_eq!(f.events_for("b").map(|v| v.len()), Some(2));
+        assert!(f.events_for("c").is_none());
+        f.done("b");
+        assert_eq!(f.events(), 3);
+        f.done("a");
+        assert_eq!((f.pods(), f.events()), (0, 0));
     }
 }

@@ -92,6 +92,12 @@ fn key_of(pod: &Pod) -> String {
     }
 }
 
+/// Whether the pod's last attempt failed with an error rather than a rejection.
+pub(crate) fn is_error(qpi: &QueuedPodInfo) -> bool {
+    qpi.consecutive_errors > 0
+        || (qpi.unschedulable_plugins.is_empty() && qpi.pending_plugins.is_empty())
+}
+
 fn qpi_key(qpi: &QueuedPodInfo) -> &str {
     pod_key(qpi)
 }
@@ -481,7 +487,8 @@ impl SchedulingQueue {
 
     /// Returns a pod whose attempt failed. Rejected pods go to unschedulablePods unless an
     /// event during the attempt may have helped them (then backoffQ, or activeQ when the
-    /// backoff is over); pods that failed with an error (no rejecting plugin) go to backoffQ.
+    /// backoff is over); pods that failed with an error (no rejecting plugin, or
+    /// `consecutive_errors` set, which the caller counts) go to backoffQ.
     /// `_pod_scheduling_cycle` is upstream's moveRequestCycle check, which the in-flight
     /// events replace when queueing hints are on (the default since v1.32).
     pub fn add_unschedulable_if_not_present(
@@ -507,11 +514,6 @@ impl SchedulingQueue {
                 qpi.pod_info.key
             ));
         }
-        if qpi.unschedulable_plugins.is_empty() && qpi.pending_plugins.is_empty() {
-            qpi.consecutive_errors += 1;
-        } else {
-            qpi.consecutive_errors = 0;
-        }
         qpi.timestamp = self.now();
         let strategy = self.strategy_for_in_flight(&st, &qpi);
         let to = self.requeue(&mut st, qpi, strategy, labels::SCHEDULE_ATTEMPT_FAILURE);
@@ -528,7 +530,7 @@ impl SchedulingQueue {
         let Some(events) = st.in_flight.events_for(pod_key(qpi)) else {
             return Strategy::AfterBackoff;
         };
-        if qpi.unschedulable_plugins.is_empty() && qpi.pending_plugins.is_empty() {
+        if is_error(qpi) {
             return Strategy::AfterBackoff;
         }
         let mut best = Strategy::Skip;

@@ -267,23 +267,60 @@ fn backoff_grows_and_is_capped() {
 
 #[tokio::test]
 async fn error_pods_wait_out_their_backoff() {
+    // (rejecting plugins, consecutive errors the scheduler counted): both are errors.
+    let cases: [(&[&str], u32); 2] = [(&[], 1), (&[FIT], 2)];
+    for (plugins, errors) in cases {
+        let (q, clock) = queue();
+        q.add(prio_pod("p", 0));
+        let mut qpi = q.try_pop_now().expect("active");
+        qpi.unschedulable_plugins = plugins.iter().map(|s| s.to_string()).collect();
+        qpi.consecutive_errors = errors;
+        q.add_unschedulable_if_not_present(qpi, 1)
+            .expect("requeued");
+        assert_eq!(q.sub_queue_of(&uid("p")), Some(SubQueue::Backoff));
+        // Never popped early.
+        assert!(q.try_pop_now().is_none(), "{plugins:?}");
+        q.flush_backoff_completed();
+        assert_eq!(q.sub_queue_of(&uid("p")), Some(SubQueue::Backoff));
+        // One attempt: 1s, truncated to its one-second window.
+        clock.advance(Duration::from_secs(1));
+        q.flush_backoff_completed();
+        assert_eq!(q.sub_queue_of(&uid("p")), Some(SubQueue::Active));
+        let again = q.try_pop_now().expect("backoff over");
+        assert_eq!(again.attempts, 2);
+        assert_eq!(again.consecutive_errors, errors);
+        assert_eq!(q.in_flight_pods(), 1);
+        q.done(&uid("p"));
+        assert_eq!(q.in_flight_pods(), 0);
+    }
+}
+
+#[tokio::test]
+async fn backoff_doubles_with_attempts() {
     let (q, clock) = queue();
-    // No rejecting plugin: an error; it must not be popped early.
-    pop_and_reject(&q, prio_pod("p", 0), &[]).expect("requeued");
-    assert_eq!(q.sub_queue_of(&uid("p")), Some(SubQueue::Backoff));
-    assert_eq!(q.get(&uid("p")).map(|x| x.consecutive_errors), Some(1));
-    assert!(q.try_pop_now().is_none());
-    q.flush_backoff_completed();
-    assert_eq!(q.sub_queue_of(&uid("p")), Some(SubQueue::Backoff));
-    // One attempt: 1s, truncated to its one-second window.
-    clock.advance(Duration::from_secs(1));
-    q.flush_backoff_completed();
-    assert_eq!(q.sub_queue_of(&uid("p")), Some(SubQueue::Active));
-    let again = q.try_pop_now().expect("backoff over");
-    assert_eq!(again.attempts, 2);
-    assert_eq!(q.in_flight_pods(), 1);
-    q.done(&uid("p"));
-    assert_eq!(q.in_flight_pods(), 0);
+    q.add(prio_pod("p", 0));
+    // Attempt n waits 2^(n-1) seconds (the clock starts on a window boundary).
+    for (attempt, wait) in [(1u32, 1u64), (2, 2), (3, 4), (4, 8), (5, 10), (6, 10)] {
+        let mut qpi = q.try_pop_now().expect("active");
+        assert_eq!(qpi.attempts, attempt);
+        qpi.consecutive_errors = 1;
+        q.add_unschedulable_if_not_present(qpi, 0)
+            .expect("requeued");
+        clock.advance(Duration::from_secs(wait) - Duration::from_millis(1));
+        q.flush_backoff_completed();
+        assert_eq!(
+            q.sub_queue_of(&uid("p")),
+            Some(SubQueue::Backoff),
+            "attempt {attempt}"
+        );
+        clock.advance(Duration::from_millis(1));
+        q.flush_backoff_completed();
+        assert_eq!(
+            q.sub_queue_of(&uid("p")),
+            Some(SubQueue::Active),
+            "attempt {attempt}"
+        );
+    }
 }
 
 #[tokio::test]
