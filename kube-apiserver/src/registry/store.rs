@@ -385,7 +385,15 @@ impl ResourceStore {
             if let Some(tracker) = &self.tracker {
                 tracker.track(&mut new, Some(old));
             }
-            let errs = validate::on_update(&self.strategy, &new, old);
+            let errs = if part == Part::Binding {
+                // Only the binding may set nodeName: validate the rest against an old object
+                // that already has it.
+                let mut bound = old.clone();
+                bound["spec"]["nodeName"] = new["spec"]["nodeName"].clone();
+                validate::on_update(&self.strategy, &new, &bound)
+            } else {
+                validate::on_update(&self.strategy, &new, old)
+            };
             if !errs.is_empty() {
                 return Err(self.invalid(name, errs));
             }

@@ -29,6 +29,10 @@ pub enum Part {
     Main,
     /// The `/status` subresource: only `status`.
     Status,
+    /// The pod `binding` subresource: `spec.nodeName` and the PodScheduled condition, written
+    /// together in one update that pod update validation (which forbids nodeName changes)
+    /// does not see, as upstream's binding storage.
+    Binding,
 }
 
 /// Kinds whose spec changes bump `metadata.generation` upstream.
@@ -160,7 +164,7 @@ impl Strategy {
                     };
                 }
             }
-            Part::Main => {}
+            Part::Main | Part::Binding => {}
         }
         if self.tracks_generation {
             let old_generation = old

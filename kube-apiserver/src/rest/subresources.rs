@@ -155,8 +155,9 @@ where
     if node.is_empty() {
         return Err(ApiError::bad_request("Binding target.name is required"));
     }
+    let now = crate::registry::meta::now();
     let pods = call.store.clone();
-    pods.guaranteed_update(call.namespace, &pod_name, Part::Main, |pod| {
+    pods.guaranteed_update(call.namespace, &pod_name, Part::Binding, |pod| {
         if let Some(current) = pod["spec"]["nodeName"].as_str().filter(|n| !n.is_empty()) {
             return Err(RegistryError::Conflict {
                 group: String::new(),
@@ -175,37 +176,26 @@ where
         }
         let mut next = pod.clone();
         next["spec"]["nodeName"] = json!(node);
+        // The PodScheduled condition a binding implies, in the same write (upstream's
+        // binding storage sets both at once).
+        let mut conditions: Vec<Value> = pod["status"]["conditions"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|c| c["type"] != "PodScheduled")
+            .collect();
+        conditions.push(json!({"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": now}));
+        next["status"]["conditions"] = json!(conditions);
         Ok(next)
     })
     .await?;
-    mark_scheduled(call, &pod_name).await?;
     let media = call.media(EndpointRestrictions::NONE)?;
     Ok(respond(
         StatusCode::CREATED,
         &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}),
         &media,
     ))
-}
-
-/// Sets the PodScheduled condition a successful binding implies, as upstream's binding REST.
-async fn mark_scheduled(call: &Call<'_>, pod_name: &str) -> Result<(), ApiError> {
-    let now = crate::registry::meta::now();
-    call.store
-        .guaranteed_update(call.namespace, pod_name, Part::Status, |pod| {
-            let mut next = pod.clone();
-            let mut conditions: Vec<Value> = pod["status"]["conditions"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default()
-                .into_iter()
-                .filter(|c| c["type"] != "PodScheduled")
-                .collect();
-            conditions.push(json!({"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": now}));
-            next["status"]["conditions"] = json!(conditions);
-            Ok(next)
-        })
-        .await?;
-    Ok(())
 }
 
 /// `POST pods/<name>/eviction`: deletes the pod with the eviction's options. Disruption budgets
