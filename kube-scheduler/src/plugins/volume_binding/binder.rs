@@ -1,12 +1,12 @@
 //! The volume binder: which volumes a pod's claims would use on a node (matching available
 //! PVs, or dynamic provisioning), and binding them through the API in PreBind.
 
-use super::assume_cache::AssumeCache;
 use super::helpers::{
     ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER, ANN_SELECTED_NODE, NOT_SUPPORTED_PROVISIONER,
     claim_class, claim_volume_name, has_annotation, match_topology_selector_terms, selected_node,
-    volume_class, volume_fits_node,
+    volume_class,
 };
+use crate::plugins::helper::node_affinity::NodeSelector;
 use api_types::labels::Selector;
 use api_types::resource::Quantity;
 use client_go_rs::listers::Lister;
@@ -22,17 +22,82 @@ pub const ERR_REASON_NOT_ENOUGH_SPACE: &str = "node(s) did not have enough free 
 pub const ERR_REASON_PV_NOT_EXIST: &str =
     "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)";
 
+/// A volume with what Filter checks on every node parsed once per cycle.
+#[derive(Debug, Clone)]
+pub struct VolumeFacts {
+    pub pv: Arc<PersistentVolume>,
+    pub capacity: Quantity,
+    /// The required node affinity; `None`: every node.
+    pub affinity: Option<NodeSelector>,
+}
+
+impl VolumeFacts {
+    pub fn new(pv: Arc<PersistentVolume>) -> Self {
+        let affinity = pv
+            .spec
+            .as_ref()
+            .and_then(|s| s.node_affinity.as_ref())
+            .and_then(|a| a.required.as_ref())
+            .map(NodeSelector::parse);
+        Self {
+            capacity: capacity(&pv),
+            affinity,
+            pv,
+        }
+    }
+
+    /// Upstream's `CheckNodeAffinity` builds a node from the labels alone: `matchFields`
+    /// never match.
+    pub fn fits(&self, labels: &BTreeMap<String, String>) -> bool {
+        self.affinity
+            .as_ref()
+            .is_none_or(|s| s.matches_parts(labels, ""))
+    }
+}
+
+/// An unbound claim with its request and selector parsed once per cycle.
+#[derive(Debug, Clone)]
+pub struct ClaimFacts {
+    pub pvc: Arc<PersistentVolumeClaim>,
+    pub requested: Quantity,
+    /// An unparsable selector is an error on every node, as upstream's.
+    pub selector: Result<Option<Selector>, String>,
+}
+
+impl ClaimFacts {
+    pub fn new(pvc: Arc<PersistentVolumeClaim>) -> Self {
+        let selector = match pvc.spec.as_ref().and_then(|s| s.selector.as_ref()) {
+            None => Ok(None),
+            Some(ls) => Selector::from_label_selector(Some(ls))
+                .map(Some)
+                .map_err(|e| {
+                    format!(
+                        "error creating internal label selector for claim: {}/{}: {e}",
+                        pvc.metadata.namespace.as_deref().unwrap_or_default(),
+                        pvc.metadata.name.as_deref().unwrap_or_default()
+                    )
+                }),
+        };
+        Self {
+            requested: requested_storage(&pvc),
+            selector,
+            pvc,
+        }
+    }
+}
+
 /// The pod's claims, sorted out once in PreFilter.
 #[derive(Debug, Clone, Default)]
 pub struct PodVolumeClaims {
-    pub bound: Vec<Arc<PersistentVolumeClaim>>,
+    /// Bound claims with their volumes (`None`: the volume does not exist).
+    pub bound: Vec<(Arc<PersistentVolumeClaim>, Option<VolumeFacts>)>,
     /// WaitForFirstConsumer claims without a volume, smallest request first (so the smallest
     /// claims get the smallest fitting volumes).
-    pub unbound_delay_binding: Vec<Arc<PersistentVolumeClaim>>,
+    pub unbound_delay_binding: Vec<ClaimFacts>,
     /// Claims that should have been bound already (Immediate, or pre-bound to a volume).
     pub unbound_immediate: Vec<Arc<PersistentVolumeClaim>>,
     /// The candidate volumes of each class the delayed claims ask for.
-    pub unbound_volumes: HashMap<String, Vec<Arc<PersistentVolume>>>,
+    pub unbound_volumes: HashMap<String, Vec<VolumeFacts>>,
 }
 
 /// What binding the pod's volumes on one node takes.
@@ -114,64 +179,55 @@ fn access_modes_fit(pvc: &PersistentVolumeClaim, pv: &PersistentVolume) -> bool 
         .all(|m| have.contains(m))
 }
 
-/// The volume for `pvc` on a node with `labels`: the one pre-bound to it if that fits the
+/// The volume for a claim on a node with `labels`: the one pre-bound to it if that fits the
 /// node, else the smallest available one that satisfies it (upstream's `FindMatchingVolume`).
 pub fn find_matching_volume(
-    pvc: &PersistentVolumeClaim,
-    volumes: &[Arc<PersistentVolume>],
+    claim: &ClaimFacts,
+    volumes: &[VolumeFacts],
     labels: &BTreeMap<String, String>,
     excluded: &HashSet<String>,
 ) -> Result<Option<Arc<PersistentVolume>>, String> {
-    let requested = requested_storage(pvc);
+    let pvc = &*claim.pvc;
     let class = claim_class(pvc);
-    let selector = match pvc.spec.as_ref().and_then(|s| s.selector.as_ref()) {
-        Some(ls) => Some(Selector::from_label_selector(Some(ls)).map_err(|e| {
-            format!(
-                "error creating internal label selector for claim: {}/{}: {e}",
-                pvc.metadata.namespace.as_deref().unwrap_or_default(),
-                pvc.metadata.name.as_deref().unwrap_or_default()
-            )
-        })?),
-        None => None,
-    };
-    let mut smallest: Option<(Quantity, &Arc<PersistentVolume>)> = None;
-    for pv in volumes {
+    let selector = claim.selector.as_ref().map_err(Clone::clone)?;
+    let mut smallest: Option<&VolumeFacts> = None;
+    for v in volumes {
+        let pv = &*v.pv;
         let name = pv.metadata.name.as_deref().unwrap_or_default();
-        if excluded.contains(name) {
+        if !excluded.is_empty() && excluded.contains(name) {
             continue;
         }
         let bound_here = volume_bound_to_claim(pv, pvc);
         if pv.spec.as_ref().is_some_and(|s| s.claim_ref.is_some()) && !bound_here {
             continue;
         }
-        let qty = capacity(pv);
-        if qty < requested
+        if v.capacity < claim.requested
             || volume_mode_mismatch(pvc, pv)
             || pv.metadata.deletion_timestamp.is_some()
         {
             continue;
         }
-        let fits_node = volume_fits_node(pv, labels);
         if bound_here {
             // A volume pre-bound to the claim is the only candidate.
-            return Ok(fits_node.then(|| pv.clone()));
+            return Ok(v.fits(labels).then(|| v.pv.clone()));
         }
         if pv.status.as_ref().and_then(|s| s.phase.as_deref()) != Some("Available") {
             continue;
         }
-        if let Some(sel) = &selector
+        if let Some(sel) = selector
             && !sel.matches(&pv.metadata.labels.as_ref())
         {
             continue;
         }
-        if volume_class(pv) != class || !fits_node || !access_modes_fit(pvc, pv) {
+        // Node affinity is the dearest check: last.
+        if volume_class(pv) != class || !access_modes_fit(pvc, pv) || !v.fits(labels) {
             continue;
         }
-        if smallest.as_ref().is_none_or(|(q, _)| *q > qty) {
-            smallest = Some((qty, pv));
+        if smallest.is_none_or(|s| s.capacity > v.capacity) {
+            smallest = Some(v);
         }
     }
-    Ok(smallest.map(|(_, pv)| pv.clone()))
+    Ok(smallest.map(|v| v.pv.clone()))
 }
 
 /// The failure reasons of one node, in upstream's order.
@@ -184,7 +240,6 @@ pub struct Findings {
 /// What binding the pod's claims on `node_name` would take, or why it cannot.
 pub fn find_pod_volumes(
     claims: &PodVolumeClaims,
-    pvs: &AssumeCache<PersistentVolume>,
     classes: &Lister<StorageClass>,
     node_name: &str,
     labels: &BTreeMap<String, String>,
@@ -195,14 +250,13 @@ pub fn find_pod_volumes(
     let mut enough_space = true;
     let mut out = Findings::default();
 
-    for pvc in &claims.bound {
-        let pv_name = claim_volume_name(pvc);
-        match pvs.get(pv_name) {
+    for (_, volume) in &claims.bound {
+        match volume {
             None => {
                 pvs_found = false;
                 break;
             }
-            Some(pv) if !volume_fits_node(&pv, labels) => {
+            Some(v) if !v.fits(labels) => {
                 bound_ok = false;
                 break;
             }
@@ -214,37 +268,37 @@ pub fn find_pod_volumes(
         let mut to_provision = Vec::new();
         let mut to_match = Vec::new();
         let mut node_mismatch = false;
-        for pvc in &claims.unbound_delay_binding {
-            match selected_node(pvc) {
+        for claim in &claims.unbound_delay_binding {
+            match selected_node(&claim.pvc) {
                 // Provisioning for another node is under way: only that node can do.
                 Some(n) if n != node_name => {
                     node_mismatch = true;
                     break;
                 }
-                Some(_) => to_provision.push(pvc.clone()),
-                None => to_match.push(pvc.clone()),
+                Some(_) => to_provision.push(claim.pvc.clone()),
+                None => to_match.push(claim),
             }
         }
         if node_mismatch {
             unbound_ok = false;
         } else {
             let mut chosen = HashSet::new();
-            for pvc in to_match {
+            for claim in to_match {
                 let candidates = claims
                     .unbound_volumes
-                    .get(claim_class(&pvc))
+                    .get(claim_class(&claim.pvc))
                     .map(Vec::as_slice)
                     .unwrap_or_default();
-                match find_matching_volume(&pvc, candidates, labels, &chosen)? {
+                match find_matching_volume(claim, candidates, labels, &chosen)? {
                     Some(pv) => {
                         chosen.insert(pv.metadata.name.clone().unwrap_or_default());
                         out.volumes
                             .static_bindings
-                            .push((bind_volume_to_claim(&pv, &pvc), pvc));
+                            .push((bind_volume_to_claim(&pv, &claim.pvc), claim.pvc.clone()));
                     }
                     None => {
                         unbound_ok = false;
-                        to_provision.push(pvc);
+                        to_provision.push(claim.pvc.clone());
                     }
                 }
             }

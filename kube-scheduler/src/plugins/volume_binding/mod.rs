@@ -17,7 +17,9 @@ use crate::framework::{
 };
 use assume_cache::AssumeCache;
 use async_trait::async_trait;
-use binder::{PodVolumeClaims, PodVolumes, claim_fully_bound, find_pod_volumes, requested_storage};
+use binder::{
+    ClaimFacts, PodVolumeClaims, PodVolumes, VolumeFacts, claim_fully_bound, find_pod_volumes,
+};
 use client_go_rs::listers::Lister;
 use helpers::{
     ANN_SELECTED_NODE, claim_class, claim_volume_name, event_object, node_labels, pod_uses_claim,
@@ -156,21 +158,26 @@ impl VolumeBinding {
         let mut out = PodVolumeClaims::default();
         for pvc in pvcs {
             if claim_fully_bound(&pvc) {
-                out.bound.push(pvc);
+                let pv = self.pvs.get(claim_volume_name(&pvc)).map(VolumeFacts::new);
+                out.bound.push((pvc, pv));
             } else if claim_volume_name(&pvc).is_empty() && self.delay_binding(&pvc)? {
-                out.unbound_delay_binding.push(pvc);
+                out.unbound_delay_binding.push(ClaimFacts::new(pvc));
             } else {
                 // Immediate claims, and claims pre-bound to a volume, are the PV controller's.
                 out.unbound_immediate.push(pvc);
             }
         }
-        out.unbound_delay_binding
-            .sort_by_cached_key(|pvc| requested_storage(pvc));
-        for pvc in &out.unbound_delay_binding {
-            let class = claim_class(pvc);
+        out.unbound_delay_binding.sort_by_key(|c| c.requested);
+        for claim in &out.unbound_delay_binding {
+            let class = claim_class(&claim.pvc);
             if !out.unbound_volumes.contains_key(class) {
-                out.unbound_volumes
-                    .insert(class.to_string(), self.pvs.list_class(class));
+                let facts = self
+                    .pvs
+                    .list_class(class)
+                    .into_iter()
+                    .map(VolumeFacts::new)
+                    .collect();
+                out.unbound_volumes.insert(class.to_string(), facts);
             }
         }
         Ok(out)
@@ -327,7 +334,7 @@ impl FilterPlugin for VolumeBinding {
             return Status::success();
         };
         let node_name = node.node_name();
-        match find_pod_volumes(claims, &self.pvs, &self.classes, node_name, node_labels(n)) {
+        match find_pod_volumes(claims, &self.classes, node_name, node_labels(n)) {
             Err(e) => Status::error(e),
             Ok(f) if !f.reasons.is_empty() => Status::with_reasons(
                 crate::framework::Code::UnschedulableAndUnresolvable,
