@@ -527,3 +527,210 @@ async fn queueing_hints() {
         q
     );
 }
+
+/// A term from match expressions `(key, operator, values)`.
+fn expr_term(exprs: &[(&str, &str, &[&str])], topology_key: &str) -> PodAffinityTerm {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement;
+    PodAffinityTerm {
+        label_selector: Some(LabelSelector {
+            match_expressions: Some(
+                exprs
+                    .iter()
+                    .map(|(k, op, vs)| LabelSelectorRequirement {
+                        key: k.to_string(),
+                        operator: op.to_string(),
+                        values: (!vs.is_empty())
+                            .then(|| vs.iter().map(|v| v.to_string()).collect()),
+                    })
+                    .collect(),
+            ),
+            ..Default::default()
+        }),
+        topology_key: topology_key.into(),
+        ..Default::default()
+    }
+}
+
+/// name, incoming pod, existing pods (node, pod), nodes (name, labels), upstream's scores.
+type UpstreamScoreCase = (
+    &'static str,
+    Pod,
+    Vec<(&'static str, Pod)>,
+    Vec<(&'static str, &'static [(&'static str, &'static str)])>,
+    Vec<i64>,
+);
+
+/// Cases and expected numbers from upstream's TestPreferredAffinity.
+#[tokio::test]
+async fn score_matches_upstream_cases() {
+    const CHINA: &[(&str, &str)] = &[("region", "China")];
+    const INDIA: &[(&str, &str)] = &[("region", "India")];
+    const AZ1: &[(&str, &str)] = &[("az", "az1")];
+    const AZ2: &[(&str, &str)] = &[("az", "az2")];
+    let s = |v: &str| labelled("x", "", &[("security", v)]);
+    let stay_s1_region = || expr_term(&[("security", "In", &["S1"])], "region");
+    let away_s2_az = || expr_term(&[("security", "In", &["S2"])], "az");
+    let away_s1_az = || expr_term(&[("security", "In", &["S1"])], "az");
+    let stay_s1_away_s2 = |p: Pod| {
+        with(
+            p,
+            Terms {
+                preferred: vec![(8, stay_s1_region())],
+                preferred_anti: vec![(5, away_s2_az())],
+                ..Default::default()
+            },
+        )
+    };
+    let hard = |p: Pod| {
+        with(
+            p,
+            Terms {
+                required: vec![
+                    expr_term(&[("security", "In", &["S1", "value2"])], "region"),
+                    expr_term(
+                        &[
+                            ("security", "Exists", &[]),
+                            ("wrongkey", "DoesNotExist", &[]),
+                        ],
+                        "region",
+                    ),
+                ],
+                ..Default::default()
+            },
+        )
+    };
+    let cases: Vec<UpstreamScoreCase> = vec![
+        (
+            "different label operators and values, including some match failures",
+            with(
+                s("S1"),
+                Terms {
+                    preferred: vec![
+                        (
+                            8,
+                            expr_term(
+                                &[("security", "NotIn", &["S1"]), ("security", "In", &["S2"])],
+                                "region",
+                            ),
+                        ),
+                        (
+                            2,
+                            expr_term(
+                                &[
+                                    ("security", "Exists", &[]),
+                                    ("wrongkey", "DoesNotExist", &[]),
+                                ],
+                                "region",
+                            ),
+                        ),
+                    ],
+                    ..Default::default()
+                },
+            ),
+            vec![("node1", s("S1")), ("node2", s("S2")), ("node3", s("S1"))],
+            vec![("node1", CHINA), ("node2", INDIA), ("node3", AZ1)],
+            vec![20, 100, 0],
+        ),
+        (
+            "symmetry: existing pods' required affinity terms count",
+            s("S1"),
+            vec![("node1", hard(s("S1"))), ("node2", hard(s("S2")))],
+            vec![("node1", CHINA), ("node2", INDIA), ("node3", AZ1)],
+            vec![100, 100, 0],
+        ),
+        (
+            "anti-affinity symmetry: the node whose pod hates the incoming pod scores low",
+            s("S2"),
+            vec![
+                (
+                    "node1",
+                    with(
+                        s("S1"),
+                        Terms {
+                            preferred_anti: vec![(5, away_s2_az())],
+                            ..Default::default()
+                        },
+                    ),
+                ),
+                (
+                    "node2",
+                    with(
+                        s("S2"),
+                        Terms {
+                            preferred_anti: vec![(5, away_s1_az())],
+                            ..Default::default()
+                        },
+                    ),
+                ),
+            ],
+            vec![("node1", AZ1), ("node2", AZ2)],
+            vec![0, 100],
+        ),
+        (
+            "affinity, anti-affinity and symmetry together",
+            stay_s1_away_s2(s("S1")),
+            vec![
+                ("node1", s("S1")),
+                ("node2", s("S2")),
+                ("node3", stay_s1_away_s2(labelled("x", "", &[]))),
+                (
+                    "node4",
+                    with(
+                        labelled("x", "", &[]),
+                        Terms {
+                            preferred_anti: vec![(5, away_s1_az())],
+                            ..Default::default()
+                        },
+                    ),
+                ),
+            ],
+            vec![
+                ("node1", CHINA),
+                ("node2", AZ1),
+                ("node3", INDIA),
+                ("node4", AZ2),
+            ],
+            vec![100, 0, 100, 0],
+        ),
+        (
+            "partial nodes in a topology without pods with affinity",
+            s("S1"),
+            vec![
+                ("node1", s("S1")),
+                ("node2", stay_s1_away_s2(labelled("x", "", &[]))),
+            ],
+            vec![("node1", CHINA), ("node2", CHINA)],
+            vec![0, 0],
+        ),
+    ];
+    let ctx = test_context();
+    let pl = plugin(&ctx, None);
+    for (name, incoming, existing, nodes, want) in cases {
+        let infos: Vec<NodeInfo> = nodes
+            .iter()
+            .map(|(n, l)| {
+                let on: Vec<Pod> = existing
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, (on, _))| on == n)
+                    .map(|(i, (on, p))| {
+                        let mut p = p.clone();
+                        p.metadata.name = Some(format!("e{i}"));
+                        p.metadata.uid = Some(format!("uid-e{i}"));
+                        if let Some(s) = p.spec.as_mut() {
+                            s.node_name = Some(on.to_string());
+                        }
+                        p
+                    })
+                    .collect();
+                let mut node = node(n, &[], l);
+                // Upstream's nodes carry only the listed labels.
+                node.metadata.labels = Some(labels(l));
+                node_info(node, on)
+            })
+            .collect();
+        let (status, got) = score_all(&pl, &incoming, &Snapshot::from_node_infos(infos));
+        assert!(status.is_success(), "{name}: {status:?}");
+        assert_eq!(got, want, "{name}");
+    }
+}
