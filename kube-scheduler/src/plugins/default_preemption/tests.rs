@@ -874,3 +874,40 @@ fn victim_marking_helpers() {
     victim.status = Some(condition("EvictionByEvictionAPI"));
     assert!(!terminating_by_preemption(&victim));
 }
+
+#[tokio::test]
+async fn post_filter_through_the_framework() {
+    let ctx = test_context();
+    let fw = framework(&ctx);
+    let run = |nodes: Vec<NodeInfo>, preemptor: Pod| {
+        let fw = &fw;
+        async move {
+            let snapshot = Snapshot::from_node_infos(nodes);
+            let preemptor = pod_info(preemptor);
+            let state = pre_filtered(fw, &preemptor, &snapshot);
+            let filtered = filter_all(fw, &state, &preemptor, &snapshot);
+            fw.run_post_filter(&state, &preemptor, &snapshot, &filtered)
+                .await
+        }
+    };
+    // No lower-priority pod anywhere: unschedulable with upstream's histogram.
+    let (_, s) = run(
+        vec![cpu_node("n1", "1", vec![p("a", 20, "1")])],
+        p("pre", 10, "1"),
+    )
+    .await;
+    assert_eq!(s.code, Code::Unschedulable);
+    assert_eq!(
+        s.message(),
+        "0/1 nodes are available: 1 No preemption victims found for incoming pod."
+    );
+    // A victim exists, but evicting it needs the API, which is unreachable here: an error,
+    // and no node is nominated.
+    let (result, s) = run(
+        vec![cpu_node("n1", "1", vec![p("a", 1, "1")])],
+        p("pre", 10, "1"),
+    )
+    .await;
+    assert_eq!(s.code, Code::Error, "{s}");
+    assert_eq!(result, None);
+}
