@@ -137,6 +137,7 @@ impl std::fmt::Debug for ClusterEventWithHint {
 }
 
 /// The events the scheduler itself generates, with upstream's labels.
+#[allow(clippy::module_inception)]
 pub mod events {
     use super::{ClusterEvent, EventResource as R, action as a};
     pub const NODE_ADD: ClusterEvent = ClusterEvent::new(R::Node, a::ADD, "NodeAdd");
