@@ -32,7 +32,7 @@ use kube::api::PostParams;
 use parking_lot::Mutex;
 use serde_json::Value;
 use std::any::Any;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -62,6 +62,10 @@ pub struct VolumeBinding {
 }
 
 pub fn new(args: Option<&Value>, ctx: &PluginContext) -> Result<Arc<dyn Plugin>, String> {
+    Ok(Arc::new(build(args, ctx)?))
+}
+
+fn build(args: Option<&Value>, ctx: &PluginContext) -> Result<VolumeBinding, String> {
     let args: VolumeBindingArgs = decode_args(args)?;
     if args.bind_timeout_seconds < 0 {
         return Err(format!(
@@ -71,7 +75,7 @@ pub fn new(args: Option<&Value>, ctx: &PluginContext) -> Result<Arc<dyn Plugin>,
     }
     // Registered so the factory lists and watches CSINodes for the CSINode events below.
     let _ = ctx.informers.informer::<CSINode>();
-    Ok(Arc::new(VolumeBinding {
+    Ok(VolumeBinding {
         client: ctx.client.clone(),
         pvcs: Arc::new(AssumeCache::new(
             ctx.informers.informer::<PersistentVolumeClaim>().lister(),
@@ -81,7 +85,53 @@ pub fn new(args: Option<&Value>, ctx: &PluginContext) -> Result<Arc<dyn Plugin>,
         )),
         classes: ctx.informers.informer::<StorageClass>().lister(),
         bind_timeout: Duration::from_secs(args.bind_timeout_seconds as u64),
-    }))
+    })
+}
+
+/// The nodes named by a local volume's node affinity: per term the intersection of its
+/// `kubernetes.io/hostname In` values, unioned over terms (upstream's
+/// `GetLocalPersistentVolumeNodeNames`; a term without such an expression adds nothing).
+fn local_volume_node_names(pv: &PersistentVolume) -> Option<HashSet<String>> {
+    let required = pv
+        .spec
+        .as_ref()?
+        .node_affinity
+        .as_ref()?
+        .required
+        .as_ref()?;
+    let mut out = HashSet::new();
+    for term in &required.node_selector_terms {
+        let mut nodes: Option<HashSet<&String>> = None;
+        for e in term.match_expressions.iter().flatten() {
+            if e.key != "kubernetes.io/hostname" || e.operator != "In" {
+                continue;
+            }
+            let values: HashSet<&String> = e.values.iter().flatten().collect();
+            nodes = Some(match nodes {
+                None => values,
+                Some(n) => n.intersection(&values).copied().collect(),
+            });
+        }
+        out.extend(nodes.into_iter().flatten().cloned());
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+/// The only nodes the bound claims' local volumes allow, when some volume names nodes
+/// (upstream's `GetEligibleNodes`: it narrows the nodes Filter visits).
+fn eligible_nodes(claims: &PodVolumeClaims) -> Option<HashSet<String>> {
+    let mut eligible: Option<HashSet<String>> = None;
+    for (_, volume) in &claims.bound {
+        // A missing volume leaves the decision to Filter.
+        let Some(names) = local_volume_node_names(&volume.as_ref()?.pv) else {
+            continue;
+        };
+        eligible = Some(match eligible {
+            None => names,
+            Some(e) => e.intersection(&names).cloned().collect(),
+        });
+    }
+    eligible
 }
 
 fn claim_key(pvc: &PersistentVolumeClaim) -> String {
@@ -314,6 +364,9 @@ impl PreFilterPlugin for VolumeBinding {
             // The PV controller binds these; their update events bring the pod back.
             return (None, Status::unresolvable(ERR_UNBOUND_IMMEDIATE));
         }
+        let result = eligible_nodes(&claims).map(|names| PreFilterResult {
+            node_names: Some(names),
+        });
         state.write(
             STATE_KEY,
             StateData {
@@ -321,7 +374,7 @@ impl PreFilterPlugin for VolumeBinding {
                 ..Default::default()
             },
         );
-        (None, Status::success())
+        (result, Status::success())
     }
 }
 

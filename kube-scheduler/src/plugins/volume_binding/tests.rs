@@ -1,4 +1,7 @@
-use super::binder::{ERR_REASON_BIND_CONFLICT, ERR_REASON_NODE_CONFLICT, ERR_REASON_PV_NOT_EXIST};
+use super::binder::{
+    ERR_REASON_BIND_CONFLICT, ERR_REASON_NODE_CONFLICT, ERR_REASON_PV_NOT_EXIST,
+    bind_volume_to_claim,
+};
 use super::helpers::ANN_BIND_COMPLETED;
 use super::*;
 use crate::framework::Code;
@@ -558,4 +561,104 @@ fn hints() {
         storage_class_hint(&p, Some(&c1), Some(&c2)),
         QueueingHint::Queue
     );
+}
+
+#[tokio::test]
+async fn bound_local_volumes_narrow_the_nodes() {
+    let ctx = test_context();
+    setup(&ctx);
+    let plugin = new(None, &ctx).expect("plugin");
+    let pf = plugin.as_pre_filter().expect("prefilter");
+    let names = |claims: &[&str]| {
+        let info = pod_info(pod_with("p", claims));
+        let (r, s) = pf.pre_filter(&mut CycleState::new(), &info, &Snapshot::default());
+        assert!(s.is_success(), "{claims:?}: {s:?}");
+        r.and_then(|r| r.node_names).map(|n| {
+            let mut n: Vec<String> = n.into_iter().collect();
+            n.sort();
+            n
+        })
+    };
+    assert_eq!(names(&["bound"]), Some(vec!["node-a".to_string()]));
+    // Unbound claims and missing volumes do not narrow anything.
+    assert_eq!(names(&["local"]), None);
+    assert_eq!(names(&["bound", "bound-missing-pv"]), None);
+
+    let mut far = pv("pv-bound-b", IMMEDIATE, "1Gi", Some("node-b"));
+    if let Some(s) = far.spec.as_mut() {
+        s.claim_ref = Some(k8s_openapi::api::core::v1::ObjectReference {
+            name: Some("bound-b".into()),
+            namespace: Some("default".into()),
+            ..Default::default()
+        });
+    }
+    ctx.informers
+        .informer::<PersistentVolume>()
+        .indexer()
+        .insert(Arc::new(far));
+    ctx.informers
+        .informer::<PersistentVolumeClaim>()
+        .indexer()
+        .insert(Arc::new(pvc(
+            "bound-b",
+            IMMEDIATE,
+            "1Gi",
+            "pv-bound-b",
+            true,
+        )));
+    // Volumes on two different nodes: no node can have both.
+    assert_eq!(names(&["bound", "bound-b"]), Some(vec![]));
+}
+
+#[tokio::test]
+async fn bindings_done_table() {
+    let ctx = test_context();
+    setup(&ctx);
+    let plugin = build(None, &ctx).expect("plugin");
+    let pvcs = ctx.informers.informer::<PersistentVolumeClaim>();
+    let pv_a = Arc::new(pv("local-a-small", NO_PROVISIONER, "1Gi", Some("node-a")));
+    let claim = Arc::new(pvc("local", NO_PROVISIONER, "1Gi", "", false));
+    let bound_pv = bind_volume_to_claim(&pv_a, &claim);
+    ctx.informers
+        .informer::<PersistentVolume>()
+        .indexer()
+        .insert(bound_pv.clone());
+    let static_binding = PodVolumes {
+        static_bindings: vec![(bound_pv, claim.clone())],
+        dynamic_provisions: vec![],
+    };
+    // The PV controller has not finished yet.
+    assert_eq!(plugin.bindings_done(&static_binding), Ok(false));
+    pvcs.indexer().insert(Arc::new(pvc(
+        "local",
+        NO_PROVISIONER,
+        "1Gi",
+        "local-a-small",
+        true,
+    )));
+    assert_eq!(plugin.bindings_done(&static_binding), Ok(true));
+
+    let provision = PodVolumes {
+        static_bindings: vec![],
+        dynamic_provisions: vec![Arc::new(with_selected_node(
+            pvc("wffc", WFFC, "1Gi", "", false),
+            "node-b",
+        ))],
+    };
+    // The informer still shows the claim without the annotation: the provisioner gave up
+    // (or the write was lost), and the pod must be scheduled again.
+    assert_eq!(
+        plugin.bindings_done(&provision),
+        Err("selectedNode annotation reset for PVC \"default/wffc\"".to_string())
+    );
+    pvcs.indexer().insert(Arc::new(with_selected_node(
+        pvc("wffc", WFFC, "1Gi", "", false),
+        "node-b",
+    )));
+    assert_eq!(plugin.bindings_done(&provision), Ok(false));
+    pvcs.indexer()
+        .insert(Arc::new(pvc("wffc", WFFC, "1Gi", "pvc-123", true)));
+    assert_eq!(plugin.bindings_done(&provision), Ok(true));
+    pvcs.indexer().delete("default/wffc");
+    assert!(plugin.bindings_done(&provision).is_err());
 }
