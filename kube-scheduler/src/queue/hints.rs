@@ -10,8 +10,7 @@ use std::any::Any;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-/// The profile pods name when `spec.schedulerName` is unset.
-pub const DEFAULT_SCHEDULER_NAME: &str = "default-scheduler";
+pub use crate::apis::config::DEFAULT_SCHEDULER_NAME;
 
 pub fn scheduler_name(pod: &Pod) -> &str {
     pod.spec

@@ -1,5 +1,6 @@
-//! The queue's Prometheus series, named as upstream's: `scheduler_pending_pods` by sub-queue
-//! and `scheduler_queue_incoming_pods_total` by sub-queue and the event that moved the pod.
+//! The queue's Prometheus series, named as upstream's: `scheduler_pending_pods` by sub-queue,
+//! `scheduler_queue_incoming_pods_total` by sub-queue and the event that moved the pod, and
+//! `scheduler_unschedulable_pods` by the plugin that rejected them.
 
 use metrics::Gauge;
 
@@ -44,4 +45,14 @@ impl PendingGauges {
 pub fn incoming(queue: &'static str, event: &'static str) {
     metrics::counter!("scheduler_queue_incoming_pods_total", "queue" => queue, "event" => event)
         .increment(1);
+}
+
+/// Counts (`delta` = 1) or uncounts (-1) a pending pod's rejection by `plugin`.
+pub fn unschedulable_reason(plugin: &str, profile: &str, delta: f64) {
+    metrics::gauge!(
+        "scheduler_unschedulable_pods",
+        "plugin" => plugin.to_string(),
+        "profile" => profile.to_string()
+    )
+    .increment(delta);
 }

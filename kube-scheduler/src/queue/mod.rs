@@ -92,6 +92,15 @@ fn key_of(pod: &Pod) -> String {
     }
 }
 
+/// Adds or removes the pod's rejections from `scheduler_unschedulable_pods`: counted when
+/// it comes back rejected (or is gated), uncounted when it is tried again or deleted.
+fn count_rejectors(qpi: &QueuedPodInfo, delta: f64) {
+    let profile = scheduler_name(qpi.pod());
+    for plugin in qpi.unschedulable_plugins.union(&qpi.pending_plugins) {
+        metrics::unschedulable_reason(plugin, profile, delta);
+    }
+}
+
 /// Whether the pod's last attempt failed with an error rather than a rejection.
 pub(crate) fn is_error(qpi: &QueuedPodInfo) -> bool {
     qpi.consecutive_errors > 0
@@ -230,7 +239,8 @@ impl SchedulingQueue {
         };
         let s = fw.run_pre_enqueue(qpi.pod());
         qpi.gated = !s.is_success();
-        if qpi.gated && !s.plugin.is_empty() {
+        if qpi.gated && !s.plugin.is_empty() && !qpi.unschedulable_plugins.contains(&s.plugin) {
+            metrics::unschedulable_reason(&s.plugin, scheduler_name(qpi.pod()), 1.0);
             qpi.unschedulable_plugins.insert(s.plugin);
         }
     }
@@ -356,6 +366,7 @@ impl SchedulingQueue {
         }
         st.cycle += 1;
         st.in_flight.start(pod_key(&qpi));
+        count_rejectors(&qpi, -1.0);
         qpi.unschedulable_plugins.clear();
         qpi.pending_plugins.clear();
         self.update_gauges(st);
@@ -449,8 +460,15 @@ impl SchedulingQueue {
         let mut st = self.state.lock();
         self.nominator.write().delete(pod);
         let key = key_of(pod);
-        if st.active.remove(&key).is_none() && st.backoff.remove(&key).is_none() {
-            st.unschedulable_remove(&key);
+        let removed = match st.active.remove(&key) {
+            Some(q) => Some(q),
+            None => match st.backoff.remove(&key) {
+                Some(q) => Some(q),
+                None => st.unschedulable_remove(&key),
+            },
+        };
+        if let Some(q) = removed {
+            count_rejectors(&q, -1.0);
         }
         self.update_gauges(&st);
     }
@@ -515,6 +533,7 @@ impl SchedulingQueue {
             ));
         }
         qpi.timestamp = self.now();
+        count_rejectors(&qpi, 1.0);
         let strategy = self.strategy_for_in_flight(&st, &qpi);
         let to = self.requeue(&mut st, qpi, strategy, labels::SCHEDULE_ATTEMPT_FAILURE);
         st.in_flight.done(&key);

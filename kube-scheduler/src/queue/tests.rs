@@ -737,3 +737,86 @@ async fn a_flush_that_moves_nobody_is_no_event_for_in_flight_pods() {
     assert_eq!(q.sub_queue_of(&uid("p")), Some(SubQueue::Unschedulable));
     assert_eq!(q.sub_queue_of(&uid("u")), Some(SubQueue::Unschedulable));
 }
+
+/// Keeps gauges by `name{label values}`, to read the pending-pods gauges back.
+#[derive(Default)]
+struct GaugeRecorder(parking_lot::Mutex<HashMap<String, Arc<std::sync::atomic::AtomicU64>>>);
+
+impl GaugeRecorder {
+    fn value(&self, series: &str) -> f64 {
+        self.0.lock().get(series).map_or(f64::NAN, |a| {
+            f64::from_bits(a.load(std::sync::atomic::Ordering::Relaxed))
+        })
+    }
+}
+
+impl ::metrics::Recorder for GaugeRecorder {
+    fn describe_counter(
+        &self,
+        _: ::metrics::KeyName,
+        _: Option<::metrics::Unit>,
+        _: ::metrics::SharedString,
+    ) {
+    }
+    fn describe_gauge(
+        &self,
+        _: ::metrics::KeyName,
+        _: Option<::metrics::Unit>,
+        _: ::metrics::SharedString,
+    ) {
+    }
+    fn describe_histogram(
+        &self,
+        _: ::metrics::KeyName,
+        _: Option<::metrics::Unit>,
+        _: ::metrics::SharedString,
+    ) {
+    }
+    fn register_counter(
+        &self,
+        _: &::metrics::Key,
+        _: &::metrics::Metadata<'_>,
+    ) -> ::metrics::Counter {
+        ::metrics::Counter::noop()
+    }
+    fn register_gauge(
+        &self,
+        key: &::metrics::Key,
+        _: &::metrics::Metadata<'_>,
+    ) -> ::metrics::Gauge {
+        let labels: Vec<&str> = key.labels().map(|l| l.value()).collect();
+        let series = format!("{}{{{}}}", key.name(), labels.join(","));
+        ::metrics::Gauge::from_arc(self.0.lock().entry(series).or_default().clone())
+    }
+    fn register_histogram(
+        &self,
+        _: &::metrics::Key,
+        _: &::metrics::Metadata<'_>,
+    ) -> ::metrics::Histogram {
+        ::metrics::Histogram::noop()
+    }
+}
+
+#[tokio::test]
+async fn pending_pods_gauges_follow_the_sub_queues() {
+    let recorder = GaugeRecorder::default();
+    let (q, _clock) = ::metrics::with_local_recorder(&recorder, queue);
+    let gauges = |r: &GaugeRecorder| {
+        ["active", "backoff", "unschedulable", "gated"]
+            .map(|s| r.value(&format!("scheduler_pending_pods{{{s}}}")))
+    };
+    pop_and_reject(&q, prio_pod("u", 0), &[FIT]).expect("requeued");
+    pop_and_reject(&q, prio_pod("e", 0), &[]).expect("requeued");
+    q.add(prio_pod("a", 0));
+    let mut gated = pod("g", &[]);
+    if let Some(s) = gated.spec.as_mut() {
+        s.scheduling_gates = Some(vec![PodSchedulingGate { name: "x".into() }]);
+    }
+    q.add(Arc::new(gated.clone()));
+    assert_eq!(gauges(&recorder), [1.0, 1.0, 1.0, 1.0]);
+    q.delete(&gated);
+    q.delete(&prio_pod("u", 0));
+    assert_eq!(gauges(&recorder), [1.0, 1.0, 0.0, 0.0]);
+    q.try_pop_now().expect("a");
+    assert_eq!(gauges(&recorder), [0.0, 1.0, 0.0, 0.0]);
+}
