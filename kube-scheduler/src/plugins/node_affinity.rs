@@ -12,7 +12,6 @@ use crate::plugins::helper::node_affinity::{
     NodeSelector, PreferredSchedulingTerms, RequiredNodeAffinity,
 };
 use crate::plugins::helper::objects::as_node;
-use k8s_openapi::api::core::v1::Pod;
 use serde_json::Value;
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -44,15 +43,17 @@ struct PreScoreState {
     preferred: Option<PreferredSchedulingTerms>,
 }
 
-fn has_required_affinity(pod: &Pod) -> bool {
-    pod.spec
-        .as_ref()
-        .and_then(|s| s.affinity.as_ref())
-        .and_then(|a| a.node_affinity.as_ref())
-        .is_some_and(|a| {
-            a.required_during_scheduling_ignored_during_execution
-                .is_some()
-        })
+/// The nodes required terms limit the pod to: terms are ORed, so only when every term names
+/// nodes through `metadata.name In` (`None` otherwise, and for no terms at all).
+fn required_node_names(selector: &NodeSelector) -> Option<HashSet<String>> {
+    if selector.terms.is_empty() {
+        return None;
+    }
+    let mut names = HashSet::new();
+    for term in &selector.terms {
+        names.extend(term.required_node_names()?.into_iter().map(str::to_string));
+    }
+    Some(names)
 }
 
 impl NodeAffinity {
@@ -130,32 +131,20 @@ impl PreFilterPlugin for NodeAffinity {
         if required.is_empty() && self.added_node_selector.is_none() {
             return (None, Status::skip());
         }
-        let terms = required
-            .node_selector_terms()
-            .filter(|_| has_required_affinity(&pod.pod))
-            .map(|s| s.terms.clone())
-            .unwrap_or_default();
+        let names = required.node_selector_terms().map(required_node_names);
         state.write(PRE_FILTER_STATE_KEY, PreFilterState { required });
-        if terms.is_empty() {
-            return (None, Status::success());
+        match names {
+            None | Some(None) => (None, Status::success()),
+            Some(Some(names)) if names.is_empty() => {
+                (None, Status::unresolvable(ERR_REASON_CONFLICT))
+            }
+            Some(Some(names)) => (
+                Some(PreFilterResult {
+                    node_names: Some(names),
+                }),
+                Status::success(),
+            ),
         }
-        // Terms are ORed: the pod is limited to named nodes only when every term names some.
-        let mut names: HashSet<String> = HashSet::new();
-        for term in &terms {
-            let Some(term_names) = term.required_node_names() else {
-                return (None, Status::success());
-            };
-            names.extend(term_names.into_iter().map(str::to_string));
-        }
-        if names.is_empty() {
-            return (None, Status::unresolvable(ERR_REASON_CONFLICT));
-        }
-        (
-            Some(PreFilterResult {
-                node_names: Some(names),
-            }),
-            Status::success(),
-        )
     }
 }
 
@@ -236,7 +225,7 @@ mod tests {
     use crate::framework::testing;
     use k8s_openapi::api::core::v1::{
         Affinity, Node, NodeAffinity as ApiNodeAffinity, NodeSelector as ApiNodeSelector,
-        NodeSelectorRequirement, NodeSelectorTerm, PreferredSchedulingTerm,
+        NodeSelectorRequirement, NodeSelectorTerm, Pod, PreferredSchedulingTerm,
     };
     use std::collections::BTreeMap;
 

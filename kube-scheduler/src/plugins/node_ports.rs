@@ -1,9 +1,7 @@
 //! The NodePorts plugin: a pod asking for host ports fits only where none of them is taken.
 
 use crate::framework::events::{ClusterEventWithHint, EventResource, QueueingHint, action};
-use crate::framework::node_info::{
-    DEFAULT_BIND_ALL_HOST_IP, HostPortInfo, ProtocolPort, pod_host_ports,
-};
+use crate::framework::node_info::{DEFAULT_BIND_ALL_HOST_IP, HostPortInfo, ProtocolPort};
 use crate::framework::{
     CycleState, FilterPlugin, NodeInfo, Plugin, PluginContext, PodInfo, PreFilterPlugin,
     PreFilterResult, Snapshot, Status,
@@ -33,8 +31,32 @@ struct WantedPort {
 #[derive(Clone, Debug, Default)]
 struct PreFilterState(Vec<WantedPort>);
 
+/// The host ports of the containers that run for the pod's lifetime: regular containers and
+/// sidecars (restartable init containers), as upstream's `GetHostPorts`.
+fn lifetime_host_ports(pod: &Pod) -> impl Iterator<Item = (&str, &str, i32)> {
+    let spec = pod.spec.as_ref();
+    let sidecars = spec
+        .and_then(|s| s.init_containers.as_ref())
+        .into_iter()
+        .flatten()
+        .filter(|c| c.restart_policy.as_deref() == Some("Always"));
+    sidecars
+        .chain(spec.map(|s| &s.containers).into_iter().flatten())
+        .flat_map(|c| c.ports.iter().flatten())
+        .filter_map(|p| {
+            let host_port = p.host_port.unwrap_or(0);
+            (host_port > 0).then(|| {
+                (
+                    p.host_ip.as_deref().unwrap_or_default(),
+                    p.protocol.as_deref().unwrap_or_default(),
+                    host_port,
+                )
+            })
+        })
+}
+
 fn wanted_ports(pod: &Pod) -> Vec<WantedPort> {
-    pod_host_ports(pod)
+    lifetime_host_ports(pod)
         .map(|(ip, protocol, port)| WantedPort {
             ip: if ip.is_empty() {
                 DEFAULT_BIND_ALL_HOST_IP
@@ -91,7 +113,7 @@ impl Plugin for NodePorts {
                         return QueueingHint::Skip;
                     }
                     let mut freed = HostPortInfo::default();
-                    for (ip, protocol, port) in pod_host_ports(deleted) {
+                    for (ip, protocol, port) in lifetime_host_ports(deleted) {
                         freed.add(ip, protocol, port);
                     }
                     if freed.is_empty() || fits_ports(&wanted_ports(pod), &freed) {
@@ -267,6 +289,38 @@ mod tests {
             NodePorts.filter(&CycleState::new(), &pi, &node).code,
             Code::Error
         );
+    }
+
+    #[test]
+    fn only_sidecar_init_containers_hold_ports() {
+        let mut p = pod_with_ports("p", &[]);
+        let port = |n: i32| {
+            Some(vec![ContainerPort {
+                host_port: Some(n),
+                container_port: n,
+                ..Default::default()
+            }])
+        };
+        if let Some(s) = p.spec.as_mut() {
+            s.containers[0].ports = None;
+            s.init_containers = Some(vec![
+                k8s_openapi::api::core::v1::Container {
+                    name: "init".into(),
+                    ports: port(8080),
+                    ..Default::default()
+                },
+                k8s_openapi::api::core::v1::Container {
+                    name: "sidecar".into(),
+                    restart_policy: Some("Always".into()),
+                    ports: port(9090),
+                    ..Default::default()
+                },
+            ]);
+        }
+        let wanted: Vec<i32> = wanted_ports(&p).iter().map(|w| w.port.port).collect();
+        assert_eq!(wanted, vec![9090]);
+        assert_eq!(wanted_ports(&p)[0].port.protocol, "TCP");
+        assert_eq!(wanted_ports(&p)[0].ip, DEFAULT_BIND_ALL_HOST_IP);
     }
 
     #[test]
