@@ -132,7 +132,10 @@ impl Scheduler {
                         format!("preemption: {msg}")
                     };
                 }
-                nominated = result.and_then(|r| r.nominated_node_name);
+                // An empty nomination (preemption clearing a stale one) is done by the plugin.
+                nominated = result
+                    .and_then(|r| r.nominated_node_name)
+                    .filter(|n| !n.is_empty());
             }
             return Err(CycleFailure::Unfit {
                 message: fit_error_message(self.snapshot.num_nodes(), &diagnosis),
