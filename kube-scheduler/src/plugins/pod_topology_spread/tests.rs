@@ -666,6 +666,28 @@ async fn queueing_hints() {
         );
     }
     assert_eq!(pl.events_to_register().len(), 2);
+
+    // The pod itself gaining a toleration matters only under nodeTaintsPolicy: Honor.
+    let mut honor = constraint(1, ZONE, "DoNotSchedule", exists("foo"));
+    honor.node_taints_policy = Some("Honor".into());
+    let tolerating = |mut p: Pod| {
+        if let Some(s) = p.spec.as_mut() {
+            s.tolerations = Some(vec![k8s_openapi::api::core::v1::Toleration {
+                operator: Some("Exists".into()),
+                ..Default::default()
+            }]);
+        }
+        p
+    };
+    let honoring = with_constraints(labelled("p", "", &[("foo", "")]), vec![honor]);
+    let hint = pl.hint_pod_change(
+        &honoring,
+        Some(&honoring),
+        Some(&tolerating(honoring.clone())),
+    );
+    assert_eq!(hint, QueueingHint::Queue);
+    let hint = pl.hint_pod_change(&target, Some(&target), Some(&tolerating(target.clone())));
+    assert_eq!(hint, QueueingHint::Skip);
 }
 
 /// `n` pods labelled `l` on `node_name`.
