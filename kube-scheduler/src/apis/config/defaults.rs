@@ -479,6 +479,17 @@ mod tests {
     }
 
     #[test]
+    fn every_default_plugin_is_registered() {
+        let registry = crate::plugins::in_tree_registry();
+        for (name, _) in DEFAULT_MULTI_POINT {
+            assert!(
+                registry.get(name).is_some(),
+                "{name} is not in the registry"
+            );
+        }
+    }
+
+    #[test]
     fn several_profiles_keep_their_names_unset() {
         let mut cfg = KubeSchedulerConfiguration {
             profiles: Some(vec![
