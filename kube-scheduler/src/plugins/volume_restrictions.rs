@@ -158,7 +158,7 @@ impl PreFilterPlugin for VolumeRestrictions {
 
 fn update_refs(state: &mut CycleState, pod: &PodInfo, other: &PodInfo, sign: i64) -> Status {
     let Some(s) = state.read_mut::<PreFilterState>(STATE_KEY) else {
-        return Status::error(format!("reading {STATE_KEY:?} from cycleState: not found"));
+        return Status::error(format!("cannot read {STATE_KEY:?} from cycleState"));
     };
     s.conflicting_refs += sign * s.refs_of(pod.namespace(), &other.pod);
     Status::success()
@@ -197,7 +197,7 @@ impl FilterPlugin for VolumeRestrictions {
             }
         }
         let Some(s) = state.read::<PreFilterState>(STATE_KEY) else {
-            return Status::error(format!("reading {STATE_KEY:?} from cycleState: not found"));
+            return Status::error(format!("cannot read {STATE_KEY:?} from cycleState"));
         };
         // Unschedulable, not unresolvable: preempting the other user frees the claim.
         if s.conflicting_refs > 0 {
@@ -213,12 +213,11 @@ impl Plugin for VolumeRestrictions {
     }
 
     fn events_to_register(&self) -> Vec<ClusterEventWithHint> {
-        let pvcs = self.pvcs.clone();
         vec![
             // Volumes are immutable in a pod spec: only a deletion releases a disk or a claim.
             ClusterEventWithHint::new(EventResource::Pod, action::DELETE).with_hint(
-                move |pod: &Pod, old: Option<&dyn Any>, _new: Option<&dyn Any>| {
-                    pod_deleted_hint(&pvcs, pod, old)
+                |pod: &Pod, old: Option<&dyn Any>, _new: Option<&dyn Any>| {
+                    pod_deleted_hint(pod, old)
                 },
             ),
             ClusterEventWithHint::new(EventResource::Node, action::ADD),
@@ -235,15 +234,13 @@ impl Plugin for VolumeRestrictions {
     }
 }
 
-fn pod_deleted_hint(
-    pvcs: &Lister<PersistentVolumeClaim>,
-    pod: &Pod,
-    deleted: Option<&dyn Any>,
-) -> QueueingHint {
+/// A deleted pod in the same namespace frees its disks and its claims. Whether a shared
+/// claim is ReadWriteOncePod is not looked up, as upstream (the hint must stay cheap).
+fn pod_deleted_hint(pod: &Pod, deleted: Option<&dyn Any>) -> QueueingHint {
     let Some(deleted) = event_object::<Pod>(deleted) else {
         return QueueingHint::Queue;
     };
-    if deleted.metadata.uid.is_some() && deleted.metadata.uid == pod.metadata.uid {
+    if deleted.metadata.namespace != pod.metadata.namespace {
         return QueueingHint::Skip;
     }
     let disk_conflict = pod_volumes(pod)
@@ -253,28 +250,16 @@ fn pod_deleted_hint(
     if disk_conflict {
         return QueueingHint::Queue;
     }
-    let ns = pod.metadata.namespace.as_deref().unwrap_or_default();
-    if deleted.metadata.namespace.as_deref().unwrap_or_default() != ns {
-        return QueueingHint::Skip;
-    }
-    let theirs: HashSet<&str> = pod_volumes(deleted)
+    let mine: HashSet<&str> = pod_volumes(pod)
         .iter()
         .filter_map(|v| v.persistent_volume_claim.as_ref())
         .map(|c| c.claim_name.as_str())
         .collect();
-    let shares_rwop = pod_volumes(pod)
+    let shares_claim = pod_volumes(deleted)
         .iter()
         .filter_map(|v| v.persistent_volume_claim.as_ref())
-        .filter(|c| theirs.contains(c.claim_name.as_str()))
-        .any(|c| {
-            pvcs.namespace(ns).get(&c.claim_name).is_some_and(|pvc| {
-                pvc.spec
-                    .as_ref()
-                    .and_then(|s| s.access_modes.as_ref())
-                    .is_some_and(|m| m.iter().any(|m| m == "ReadWriteOncePod"))
-            })
-        });
-    if shares_rwop {
+        .any(|c| mine.contains(c.claim_name.as_str()));
+    if shares_claim {
         QueueingHint::Queue
     } else {
         QueueingHint::Skip
@@ -576,30 +561,18 @@ mod tests {
         assert_eq!(f.filter(&state, &info, &ni).code, Code::Unschedulable);
     }
 
-    #[tokio::test]
-    async fn hints() {
-        let ctx = test_context();
-        ctx.informers
-            .informer::<PersistentVolumeClaim>()
-            .indexer()
-            .insert(Arc::new(pvc("rwop", &["ReadWriteOncePod"])));
-        let lister = ctx.informers.informer::<PersistentVolumeClaim>().lister();
+    #[test]
+    fn hints() {
         let p = pod_with("new", vec![claim("rwop"), gce("disk", false)]);
         let holder = pod_with("holder", vec![claim("rwop")]);
         let disk = pod_with("disk", vec![gce("disk", false)]);
         let other = pod_with("other", vec![gce("x", false)]);
-        assert_eq!(
-            pod_deleted_hint(&lister, &p, Some(&holder)),
-            QueueingHint::Queue
-        );
-        assert_eq!(
-            pod_deleted_hint(&lister, &p, Some(&disk)),
-            QueueingHint::Queue
-        );
-        assert_eq!(
-            pod_deleted_hint(&lister, &p, Some(&other)),
-            QueueingHint::Skip
-        );
+        assert_eq!(pod_deleted_hint(&p, Some(&holder)), QueueingHint::Queue);
+        assert_eq!(pod_deleted_hint(&p, Some(&disk)), QueueingHint::Queue);
+        assert_eq!(pod_deleted_hint(&p, Some(&other)), QueueingHint::Skip);
+        let mut elsewhere = holder.clone();
+        elsewhere.metadata.namespace = Some("other".into());
+        assert_eq!(pod_deleted_hint(&p, Some(&elsewhere)), QueueingHint::Skip);
         assert_eq!(
             claim_added_hint(&p, None, Some(&pvc("rwop", &[]))),
             QueueingHint::Queue

@@ -225,10 +225,7 @@ impl Plugin for VolumeZone {
         vec![
             ClusterEventWithHint::new(EventResource::StorageClass, action::ADD)
                 .with_hint(storage_class_hint),
-            ClusterEventWithHint::new(
-                EventResource::Node,
-                action::ADD | action::UPDATE_NODE_LABEL | action::UPDATE_NODE_TAINT,
-            ),
+            ClusterEventWithHint::new(EventResource::Node, action::ADD | action::UPDATE_NODE_LABEL),
             ClusterEventWithHint::new(
                 EventResource::PersistentVolumeClaim,
                 action::ADD | action::UPDATE,

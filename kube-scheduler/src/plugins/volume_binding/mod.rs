@@ -518,10 +518,7 @@ impl Plugin for VolumeBinding {
                 EventResource::PersistentVolume,
                 action::ADD | action::UPDATE,
             ),
-            ClusterEventWithHint::new(
-                EventResource::Node,
-                action::ADD | action::UPDATE_NODE_LABEL | action::UPDATE_NODE_TAINT,
-            ),
+            ClusterEventWithHint::new(EventResource::Node, action::ADD | action::UPDATE_NODE_LABEL),
             ClusterEventWithHint::new(EventResource::CsiNode, action::ADD | action::UPDATE)
                 .with_hint(csi_node_hint),
             ClusterEventWithHint::new(EventResource::CsiDriver, action::UPDATE),
