@@ -99,10 +99,13 @@ impl<T> Heap<T> {
             return;
         }
         self.items.swap(a, b);
-        let ka = (self.key)(&self.items[a]).to_string();
-        let kb = (self.key)(&self.items[b]).to_string();
-        self.index.insert(ka, a);
-        self.index.insert(kb, b);
+        // Both keys are already indexed: only their positions change, no allocation.
+        let key = self.key;
+        for i in [a, b] {
+            if let Some(slot) = self.index.get_mut(key(&self.items[i])) {
+                *slot = i;
+            }
+        }
     }
 
     fn fix(&mut self, i: usize) {
@@ -174,5 +177,45 @@ mod tests {
         let order: Vec<String> = std::iter::from_fn(|| h.pop()).map(|x| x.0).collect();
         assert_eq!(order, ["c", "b", "a", "e"]);
         assert!(h.is_empty());
+    }
+
+    #[test]
+    fn matches_a_sorted_reference_under_random_operations() {
+        // A fixed linear congruential sequence: reproducible without a seeded RNG.
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = move |n: u64| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (x >> 33) % n
+        };
+        let mut h = heap();
+        let mut reference: HashMap<String, i32> = HashMap::new();
+        for _ in 0..2000 {
+            let k = format!("k{}", next(300));
+            match next(4) {
+                0 => {
+                    assert_eq!(h.remove(&k).map(|e| e.1), reference.remove(&k));
+                }
+                1 => {
+                    let popped = h.pop();
+                    let min = reference.values().min().copied();
+                    assert_eq!(popped.as_ref().map(|e| e.1), min);
+                    if let Some((k, _)) = popped {
+                        reference.remove(&k);
+                    }
+                }
+                _ => {
+                    let v = next(1000) as i32;
+                    h.push((k.clone(), v));
+                    reference.insert(k, v);
+                }
+            }
+            assert_eq!(h.len(), reference.len());
+        }
+        let mut rest: Vec<i32> = reference.into_values().collect();
+        rest.sort();
+        let drained: Vec<i32> = std::iter::from_fn(|| h.pop()).map(|e| e.1).collect();
+        assert_eq!(drained, rest);
     }
 }
