@@ -131,8 +131,16 @@ impl InterPodAffinity {
         // namespaceSelector (every namespace) or the named namespaces match.
         let empty = BTreeMap::new();
         let all = |terms: &[AffinityTerm], p: &Pod| {
-            let p = PodInfo::new(Arc::new(p.clone()));
-            !terms.is_empty() && terms.iter().all(|t| t.matches(&p, Some(&empty)))
+            let ns = p.metadata.namespace.as_deref().unwrap_or_default();
+            let labels = p.metadata.labels.as_ref().unwrap_or(&empty);
+            !terms.is_empty()
+                && terms.iter().all(|t| {
+                    (t.namespaces.contains(ns)
+                        || t.namespace_selector
+                            .as_ref()
+                            .is_some_and(|s| s.matches(&empty)))
+                        && t.selector.matches(labels)
+                })
         };
         let terms = &info.required_affinity_terms;
         let anti = &info.required_anti_affinity_terms;

@@ -734,3 +734,20 @@ async fn score_matches_upstream_cases() {
         assert_eq!(got, want, "{name}");
     }
 }
+
+#[tokio::test]
+async fn args_are_validated() {
+    let ctx = test_context();
+    let err = new(
+        Some(&serde_json::json!({"hardPodAffinityWeight": 101})),
+        &ctx,
+    )
+    .err()
+    .expect("101 is out of range");
+    assert_eq!(
+        err,
+        "hardPodAffinityWeight: Invalid value: 101: not in valid range [0-100]"
+    );
+    assert!(new(None, &ctx).is_ok_and(|p| p.name() == NAME));
+    assert!(new(Some(&serde_json::json!({"unknown": 1})), &ctx).is_err());
+}
