@@ -10,8 +10,8 @@ use crate::framework::{
     PreFilterResult, Snapshot, Status,
 };
 use crate::plugins::volume_binding::helpers::{
-    claim_class, claim_volume_name, event_object, pod_volumes, pvc_not_found, volume_claim_name,
-    volume_is_for_pod,
+    claim_class, claim_volume_name, event_object, pod_uses_claim, pod_volumes, pvc_not_found,
+    volume_claim_name, volume_is_for_pod,
 };
 use client_go_rs::listers::{Indexer, Lister};
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
@@ -298,6 +298,23 @@ fn pod_deleted_hint(_pod: &Pod, old: Option<&dyn Any>, _new: Option<&dyn Any>) -
     }
 }
 
+/// Only the creation of a claim the pod uses (a missing claim fails the pod) matters.
+fn claim_added_hint(pod: &Pod, _old: Option<&dyn Any>, new: Option<&dyn Any>) -> QueueingHint {
+    let Some(pvc) = event_object::<PersistentVolumeClaim>(new) else {
+        return QueueingHint::Queue;
+    };
+    let uses = pod_uses_claim(
+        pod,
+        pvc.metadata.namespace.as_deref().unwrap_or_default(),
+        pvc.metadata.name.as_deref().unwrap_or_default(),
+    );
+    if uses {
+        QueueingHint::Queue
+    } else {
+        QueueingHint::Skip
+    }
+}
+
 impl Plugin for CsiLimits {
     fn name(&self) -> &'static str {
         NAME
@@ -311,7 +328,8 @@ impl Plugin for CsiLimits {
                 .with_hint(csi_node_updated_hint),
             ClusterEventWithHint::new(EventResource::Pod, action::DELETE)
                 .with_hint(pod_deleted_hint),
-            ClusterEventWithHint::new(EventResource::PersistentVolumeClaim, action::ADD),
+            ClusterEventWithHint::new(EventResource::PersistentVolumeClaim, action::ADD)
+                .with_hint(claim_added_hint),
             ClusterEventWithHint::new(EventResource::VolumeAttachment, action::DELETE),
         ]
     }
@@ -633,6 +651,36 @@ mod tests {
         assert_eq!(
             s.message(),
             "looking up PVC default/nope: persistentvolumeclaim \"nope\" not found"
+        );
+    }
+
+    #[test]
+    fn claim_and_pod_hints() {
+        let p = pod_with("p", &["a1"]);
+        assert_eq!(
+            claim_added_hint(&p, None, Some(&pvc("a1", "", ""))),
+            QueueingHint::Queue
+        );
+        assert_eq!(
+            claim_added_hint(&p, None, Some(&pvc("b1", "", ""))),
+            QueueingHint::Skip
+        );
+        let mut bound = pod_with("old", &["x"]);
+        assert_eq!(pod_deleted_hint(&p, Some(&bound), None), QueueingHint::Skip);
+        if let Some(s) = bound.spec.as_mut() {
+            s.node_name = Some("n".into());
+        }
+        assert_eq!(
+            pod_deleted_hint(&p, Some(&bound), None),
+            QueueingHint::Queue
+        );
+        let mut no_claims = pod("old2", &[]);
+        if let Some(s) = no_claims.spec.as_mut() {
+            s.node_name = Some("n".into());
+        }
+        assert_eq!(
+            pod_deleted_hint(&p, Some(&no_claims), None),
+            QueueingHint::Skip
         );
     }
 
