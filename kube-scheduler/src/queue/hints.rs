@@ -179,9 +179,7 @@ pub fn pod_scheduling_property_changes(old: &Pod, new: &Pod) -> Vec<ClusterEvent
         .and_then(|s| s.node_name.as_deref())
         .is_some_and(|n| !n.is_empty());
     let mut kinds = Vec::new();
-    if old.metadata.labels.clone().unwrap_or_default()
-        != new.metadata.labels.clone().unwrap_or_default()
-    {
+    if labels_of(old) != labels_of(new) {
         kinds.push(action::UPDATE_POD_LABEL);
     }
     if scaled_down(old, new) {
@@ -196,14 +194,25 @@ pub fn pod_scheduling_property_changes(old: &Pod, new: &Pod) -> Vec<ClusterEvent
     if gates(new) == 0 && gates(old) != 0 {
         kinds.push(action::UPDATE_POD_SCHEDULING_GATES_ELIMINATED);
     }
-    let tolerations = |p: &Pod| p.spec.as_ref().and_then(|s| s.tolerations.clone());
-    if tolerations(old).unwrap_or_default() != tolerations(new).unwrap_or_default() {
+    if tolerations_of(old) != tolerations_of(new) {
         kinds.push(action::UPDATE_POD_TOLERATIONS);
     }
     if kinds.is_empty() {
         kinds.push(action::UPDATE_OTHER);
     }
     kinds.into_iter().map(|k| pod_event(k, assigned)).collect()
+}
+
+/// Labels, unset and empty alike as `None` (compared without copying).
+fn labels_of(p: &Pod) -> Option<&std::collections::BTreeMap<String, String>> {
+    p.metadata.labels.as_ref().filter(|l| !l.is_empty())
+}
+
+fn tolerations_of(p: &Pod) -> &[k8s_openapi::api::core::v1::Toleration] {
+    p.spec
+        .as_ref()
+        .and_then(|s| s.tolerations.as_deref())
+        .unwrap_or_default()
 }
 
 /// Whether any request went down or away.
@@ -215,4 +224,97 @@ fn scaled_down(old: &Pod, new: &Pod) -> bool {
         || o.scalar
             .iter()
             .any(|(k, v)| n.scalar.get(k).is_none_or(|nv| nv < v))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::framework::testing::pod;
+    use k8s_openapi::api::core::v1::{PodSchedulingGate, Toleration};
+    use std::collections::BTreeMap;
+
+    #[test]
+    fn pod_updates_name_what_changed() {
+        let base = pod("p", &[("cpu", "2")]);
+        let with = |f: &dyn Fn(&mut Pod)| {
+            let mut p = base.clone();
+            f(&mut p);
+            p
+        };
+        let gated = with(&|p| {
+            if let Some(s) = p.spec.as_mut() {
+                s.scheduling_gates = Some(vec![PodSchedulingGate { name: "g".into() }]);
+            }
+        });
+        let cases: Vec<(&str, Pod, Pod, Vec<&str>)> = vec![
+            (
+                "nothing",
+                base.clone(),
+                base.clone(),
+                vec!["UnschedulablePodUpdate"],
+            ),
+            (
+                "labels",
+                base.clone(),
+                with(&|p| p.metadata.labels = Some(BTreeMap::from([("a".into(), "b".into())]))),
+                vec!["UnschedulablePodUpdatePodLabel"],
+            ),
+            (
+                "empty labels are no labels",
+                base.clone(),
+                with(&|p| p.metadata.labels = Some(BTreeMap::new())),
+                vec!["UnschedulablePodUpdate"],
+            ),
+            (
+                "scale down",
+                base.clone(),
+                pod("p", &[("cpu", "1")]),
+                vec!["UnschedulablePodUpdatePodScaleDown"],
+            ),
+            (
+                "scale up",
+                base.clone(),
+                pod("p", &[("cpu", "3")]),
+                vec!["UnschedulablePodUpdate"],
+            ),
+            (
+                "gates removed",
+                gated.clone(),
+                base.clone(),
+                vec!["UnschedulablePodUpdatePodSchedulingGatesEliminated"],
+            ),
+            (
+                "gates added",
+                base.clone(),
+                gated,
+                vec!["UnschedulablePodUpdate"],
+            ),
+            (
+                "tolerations and labels on a bound pod",
+                with(&|p| {
+                    if let Some(s) = p.spec.as_mut() {
+                        s.node_name = Some("n".into());
+                    }
+                }),
+                with(&|p| {
+                    p.metadata.labels = Some(BTreeMap::from([("a".into(), "b".into())]));
+                    if let Some(s) = p.spec.as_mut() {
+                        s.node_name = Some("n".into());
+                        s.tolerations = Some(vec![Toleration::default()]);
+                    }
+                }),
+                vec![
+                    "AssignedPodUpdatePodLabel",
+                    "AssignedPodUpdatePodToleration",
+                ],
+            ),
+        ];
+        for (name, old, new, want) in cases {
+            let got: Vec<&str> = pod_scheduling_property_changes(&old, &new)
+                .iter()
+                .map(|e| e.label)
+                .collect();
+            assert_eq!(got, want, "{name}");
+        }
+    }
 }
