@@ -56,11 +56,13 @@ impl SnapshotIndex {
             _ => return Replaced::Unindexed,
         }
         self.update_pvcs(snapshot, old, new);
-        let had_affinity = !old.pods_with_affinity.is_empty();
-        let had_anti = !old.pods_with_required_anti_affinity.is_empty();
-        if had_affinity != !new.pods_with_affinity.is_empty()
-            || had_anti != !new.pods_with_required_anti_affinity.is_empty()
-        {
+        let membership = |i: &NodeInfo| {
+            (
+                !i.pods_with_affinity.is_empty(),
+                !i.pods_with_required_anti_affinity.is_empty(),
+            )
+        };
+        if membership(old) != membership(new) {
             return Replaced::AffinityMembershipChanged;
         }
         let (affinity, anti) = self.affinity_positions.get(p).copied().unwrap_or_default();
