@@ -27,7 +27,7 @@ pub(super) struct CriticalPaths([(String, usize); 2]);
 
 impl CriticalPaths {
     fn new() -> Self {
-        // Upstream's MaxInt32: with no domain at all the skew is negative, so every node fits.
+        // Upstream's MaxInt32 sentinel: any real domain count replaces it.
         const UNSET: usize = i32::MAX as usize;
         Self([(String::new(), UNSET), (String::new(), UNSET)])
     }
