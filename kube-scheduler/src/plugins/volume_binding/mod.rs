@@ -277,31 +277,35 @@ impl VolumeBinding {
         Ok(())
     }
 
-    /// Whether the PV controller has completed every binding; an error when it never will.
-    fn bindings_done(&self, volumes: &PodVolumes) -> Result<bool, String> {
-        for (pv, pvc) in &volumes.static_bindings {
+    /// Whether the PV controller has completed every binding; an error when it never will
+    /// (upstream's `checkBindings`).
+    fn bindings_done(&self, volumes: &PodVolumes, node_name: &str) -> Result<bool, String> {
+        let current_claim = |pvc: &PersistentVolumeClaim| {
             let ns = pvc.metadata.namespace.as_deref().unwrap_or_default();
             let name = pvc.metadata.name.as_deref().unwrap_or_default();
+            self.pvcs
+                .lister()
+                .namespace(ns)
+                .get(name)
+                .ok_or_else(|| format!("failed to check binding: {}", pvc_not_found(name)))
+        };
+        for (pv, pvc) in &volumes.static_bindings {
             let pv_name = pv.metadata.name.as_deref().unwrap_or_default();
-            let Some(current) = self.pvcs.lister().namespace(ns).get(name) else {
+            // The assume cache holds what PreBind wrote until the informer has caught up, so a
+            // lagging informer does not look like a dropped claimRef.
+            let Some(cur_pv) = self.pvs.get(pv_name) else {
                 return Err(format!(
-                    "failed to get pvc {:?} from cache: {}",
-                    claim_key(pvc),
-                    pvc_not_found(name)
+                    "failed to check binding: {}",
+                    helpers::pv_not_found(pv_name)
                 ));
             };
-            let Some(cur_pv) = self.pvs.lister().get(pv_name) else {
-                return Err(format!("failed to get pv {pv_name:?} from cache"));
-            };
-            let claim_ref_uid = cur_pv
+            let current = current_claim(pvc)?;
+            let claim_ref_set = cur_pv
                 .spec
                 .as_ref()
                 .and_then(|s| s.claim_ref.as_ref())
-                .and_then(|r| r.uid.as_deref())
-                .unwrap_or_default();
-            if claim_ref_uid.is_empty()
-                && cur_pv.spec.as_ref().is_none_or(|s| s.claim_ref.is_none())
-            {
+                .is_some_and(|r| r.uid.as_deref().is_some_and(|u| !u.is_empty()));
+            if !claim_ref_set {
                 return Err(format!("ClaimRef got reset for pv {pv_name:?}"));
             }
             if !claim_fully_bound(&current) {
@@ -309,26 +313,18 @@ impl VolumeBinding {
             }
         }
         for pvc in &volumes.dynamic_provisions {
-            let ns = pvc.metadata.namespace.as_deref().unwrap_or_default();
-            let name = pvc.metadata.name.as_deref().unwrap_or_default();
-            let Some(current) = self.pvcs.lister().namespace(ns).get(name) else {
-                return Err(format!(
-                    "failed to get pvc {:?} from cache: {}",
-                    claim_key(pvc),
-                    pvc_not_found(name)
-                ));
+            let current = current_claim(pvc)?;
+            let name = current.metadata.name.as_deref().unwrap_or_default();
+            // The provisioner gives up by removing the annotation: the pod is scheduled again.
+            let Some(annotations) = &current.metadata.annotations else {
+                return Err(format!("selectedNode annotation reset for PVC {name:?}"));
             };
-            if claim_fully_bound(&current) {
-                continue;
+            if annotations.get(ANN_SELECTED_NODE).map(String::as_str) != Some(node_name) {
+                return Err(format!("provisioning failed for PVC {name:?}"));
             }
-            // The provisioner gives up by removing the annotation: reschedule the pod.
-            if helpers::selected_node(&current).is_none() {
-                return Err(format!(
-                    "selectedNode annotation reset for PVC {:?}",
-                    claim_key(pvc)
-                ));
+            if !claim_fully_bound(&current) {
+                return Ok(false);
             }
-            return Ok(false);
         }
         Ok(true)
     }
@@ -448,7 +444,7 @@ impl PreBindPlugin for VolumeBinding {
         // Bounded by bindTimeoutSeconds, and only for pods whose volumes needed binding.
         let deadline = tokio::time::Instant::now() + self.bind_timeout;
         loop {
-            match self.bindings_done(&volumes) {
+            match self.bindings_done(&volumes, node_name) {
                 Ok(true) => return Status::success(),
                 Ok(false) => {}
                 Err(e) => return Status::error(format!("binding volumes: {e}")),

@@ -628,7 +628,7 @@ async fn bindings_done_table() {
         dynamic_provisions: vec![],
     };
     // The PV controller has not finished yet.
-    assert_eq!(plugin.bindings_done(&static_binding), Ok(false));
+    assert_eq!(plugin.bindings_done(&static_binding, "node-a"), Ok(false));
     pvcs.indexer().insert(Arc::new(pvc(
         "local",
         NO_PROVISIONER,
@@ -636,7 +636,18 @@ async fn bindings_done_table() {
         "local-a-small",
         true,
     )));
-    assert_eq!(plugin.bindings_done(&static_binding), Ok(true));
+    assert_eq!(plugin.bindings_done(&static_binding, "node-a"), Ok(true));
+    // The PV controller unbound the volume again.
+    let mut reset = pv("local-a-small", NO_PROVISIONER, "1Gi", Some("node-a"));
+    reset.metadata.resource_version = Some("2".into());
+    ctx.informers
+        .informer::<PersistentVolume>()
+        .indexer()
+        .insert(Arc::new(reset));
+    assert_eq!(
+        plugin.bindings_done(&static_binding, "node-a"),
+        Err("ClaimRef got reset for pv \"local-a-small\"".to_string())
+    );
 
     let provision = PodVolumes {
         static_bindings: vec![],
@@ -645,20 +656,32 @@ async fn bindings_done_table() {
             "node-b",
         ))],
     };
-    // The informer still shows the claim without the annotation: the provisioner gave up
-    // (or the write was lost), and the pod must be scheduled again.
-    assert_eq!(
-        plugin.bindings_done(&provision),
-        Err("selectedNode annotation reset for PVC \"default/wffc\"".to_string())
-    );
-    pvcs.indexer().insert(Arc::new(with_selected_node(
-        pvc("wffc", WFFC, "1Gi", "", false),
-        "node-b",
-    )));
-    assert_eq!(plugin.bindings_done(&provision), Ok(false));
-    pvcs.indexer()
-        .insert(Arc::new(pvc("wffc", WFFC, "1Gi", "pvc-123", true)));
-    assert_eq!(plugin.bindings_done(&provision), Ok(true));
+    // (informer's claim, result)
+    let cases: Vec<(PersistentVolumeClaim, Result<bool, String>)> = vec![
+        (
+            pvc("wffc", WFFC, "1Gi", "", false),
+            Err("selectedNode annotation reset for PVC \"wffc\"".into()),
+        ),
+        (
+            with_selected_node(pvc("wffc", WFFC, "1Gi", "", false), "node-a"),
+            Err("provisioning failed for PVC \"wffc\"".into()),
+        ),
+        (
+            with_selected_node(pvc("wffc", WFFC, "1Gi", "", false), "node-b"),
+            Ok(false),
+        ),
+        (
+            with_selected_node(pvc("wffc", WFFC, "1Gi", "pvc-123", true), "node-b"),
+            Ok(true),
+        ),
+    ];
+    for (claim, want) in cases {
+        pvcs.indexer().insert(Arc::new(claim));
+        assert_eq!(plugin.bindings_done(&provision, "node-b"), want);
+    }
     pvcs.indexer().delete("default/wffc");
-    assert!(plugin.bindings_done(&provision).is_err());
+    assert_eq!(
+        plugin.bindings_done(&provision, "node-b"),
+        Err("failed to check binding: persistentvolumeclaim \"wffc\" not found".into())
+    );
 }
