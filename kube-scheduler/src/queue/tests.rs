@@ -820,3 +820,23 @@ async fn pending_pods_gauges_follow_the_sub_queues() {
     q.try_pop_now().expect("a");
     assert_eq!(gauges(&recorder), [0.0, 1.0, 0.0, 0.0]);
 }
+
+#[tokio::test]
+async fn a_pending_plugin_that_queues_skips_the_backoff() {
+    // (plugin set the rejector is in, where a helpful event sends the backing-off pod)
+    let cases = [(true, SubQueue::Active), (false, SubQueue::Backoff)];
+    for (pending, want) in cases {
+        let (q, _clock) = queue();
+        q.add(prio_pod("p", 0));
+        let mut qpi = q.try_pop_now().expect("active");
+        if pending {
+            qpi.pending_plugins.insert(FIT.into());
+        } else {
+            qpi.unschedulable_plugins.insert(FIT.into());
+        }
+        q.add_unschedulable_if_not_present(qpi, 1)
+            .expect("requeued");
+        q.move_all_to_active_or_backoff(events::NODE_ADD, None, Some(&labelled_node("n", true)));
+        assert_eq!(q.sub_queue_of(&uid("p")), Some(want), "pending {pending}");
+    }
+}
