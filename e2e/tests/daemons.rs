@@ -36,14 +36,16 @@ const CASES: &[Case] = &[
     Case {
         binary: "kube-scheduler",
         cert: "kube-scheduler.crt",
-        configz: Some("kubescheduler.config.k8s.io"),
+        configz: Some("componentconfig"),
         args: |port, dir| {
             vec![
                 format!("--secure-port={port}"),
                 "--bind-address=127.0.0.1".into(),
                 format!("--cert-dir={dir}"),
                 "--v=2".into(),
-                // No apiserver here: leader election is tested in leader_election.rs.
+                // No apiserver here (the scheduler keeps waiting for its informers to sync);
+                // leader election is tested in leader_election.rs.
+                "--master=https://127.0.0.1:1".into(),
                 "--leader-elect=false".into(),
             ]
         },

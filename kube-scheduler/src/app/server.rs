@@ -24,13 +24,14 @@ use tokio_util::sync::CancellationToken;
 /// A binding the informer never confirms is forgotten after this, so its resources free up.
 const ASSUMED_POD_TTL: Duration = Duration::from_secs(15 * 60);
 
+/// How long shutdown waits for queued events to be written.
+const EVENT_FLUSH_GRACE: Duration = Duration::from_secs(2);
+
 /// Runs kube-scheduler until SIGTERM or SIGINT, or until it loses its lease.
 pub async fn run(config: Config) -> anyhow::Result<()> {
     let shutdown = shutdown_on_signals()?;
     let handlers = DebugHandlers::default();
-    handlers
-        .configz
-        .set("kubescheduler.config.k8s.io", config.configz());
+    handlers.configz.set("componentconfig", config.configz());
     tracing::info!(
         version = component_base::version::GIT_VERSION,
         "starting kube-scheduler"
@@ -155,6 +156,8 @@ async fn prepare_and_lead(config: &Config, shutdown: CancellationToken) -> anyho
         work(shutdown.clone()).await;
         Ok(())
     };
-    broadcaster.shutdown().await;
+    // Informer handlers and plugins still hold recorders, which keep the writer open: give
+    // queued events a moment to be written, then go.
+    let _ = tokio::time::timeout(EVENT_FLUSH_GRACE, broadcaster.shutdown()).await;
     outcome
 }

@@ -108,14 +108,20 @@ pub struct NodeInfo {
     pub generation: i64,
 }
 
-/// Every host port a pod asks for, as (ip, protocol, port).
+/// Every host port a pod holds while it runs (regular and sidecar containers), as
+/// (ip, protocol, port).
 pub fn pod_host_ports(pod: &Pod) -> impl Iterator<Item = (&str, &str, i32)> {
     let spec = pod.spec.as_ref();
     let init = spec.and_then(|s| s.init_containers.as_ref());
     spec.map(|s| &s.containers)
         .into_iter()
         .flatten()
-        .chain(init.into_iter().flatten())
+        // Ordinary init containers have exited before the pod runs; sidecars keep theirs.
+        .chain(
+            init.into_iter()
+                .flatten()
+                .filter(|c| c.restart_policy.as_deref() == Some("Always")),
+        )
         .flat_map(|c| c.ports.iter().flatten())
         .filter_map(|p| {
             let host_port = p.host_port.unwrap_or(0);
@@ -172,11 +178,8 @@ impl NodeInfo {
     }
 
     pub fn set_node(&mut self, node: Arc<Node>) {
-        self.allocatable = Resource::from_list(
-            node.status
-                .as_ref()
-                .and_then(|s| s.allocatable.as_ref()),
-        );
+        self.allocatable =
+            Resource::from_list(node.status.as_ref().and_then(|s| s.allocatable.as_ref()));
         self.node = Some(node);
         self.generation += 1;
     }
