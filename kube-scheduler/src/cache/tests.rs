@@ -682,7 +682,7 @@ fn incremental_snapshot_matches_a_full_build_after_random_operations() {
         let mut pods: BTreeMap<String, ModelPod> = BTreeMap::new();
         let zones = ["za", "zb", "zc", ""];
         let mut next_pod = 0;
-        for step in 0..1500 {
+        for step in 0..700 {
             match rng.below(10) {
                 0 => {
                     let name = format!("n{}", rng.below(24));
