@@ -32,7 +32,7 @@ impl Shared {
             // Pods rejected because of this one's assumed resources may fit again.
             self.queue.move_all_to_active_or_backoff(
                 ASSIGNED_POD_DELETE,
-                Some(&*assumed.pod as &dyn std::any::Any),
+                Some(&assumed.pod as &dyn std::any::Any),
                 None,
             );
             observe_attempt(AttemptResult::Error, &fw.profile_name, start.elapsed());

@@ -78,7 +78,7 @@ impl Shared {
     fn on_pod_delete(&self, pod: &Arc<Pod>) {
         if assigned(pod) {
             self.cache.remove_pod(pod);
-            self.move_all(events::ASSIGNED_POD_DELETE, Some(&**pod as &dyn Any), None);
+            self.move_all(events::ASSIGNED_POD_DELETE, Some(pod as &dyn Any), None);
         } else if self.responsible_for(pod) {
             self.queue.delete(pod);
         }
@@ -86,13 +86,13 @@ impl Shared {
 
     fn on_node_add(&self, node: &Arc<Node>) {
         self.cache.add_node(node.clone());
-        self.move_all(events::NODE_ADD, None, Some(&**node as &dyn Any));
+        self.move_all(events::NODE_ADD, None, Some(node as &dyn Any));
     }
 
     fn on_node_update(&self, old: &Arc<Node>, new: &Arc<Node>) {
         self.cache.update_node(old, new.clone());
         for event in node_update_events(old, new) {
-            self.move_all(event, Some(&**old as &dyn Any), Some(&**new as &dyn Any));
+            self.move_all(event, Some(old as &dyn Any), Some(new as &dyn Any));
         }
     }
 
@@ -230,7 +230,8 @@ pub fn register(shared: &Arc<Shared>, factory: &SharedInformerFactory) {
     }
 }
 
-/// Turns every add/update/delete of `K` into a cluster event for the queue.
+/// Turns every add/update/delete of `K` into a cluster event for the queue (objects are
+/// passed as `Arc`s, which the queue keeps for in-flight pods without copying).
 fn forward<K>(
     shared: &Arc<Shared>,
     factory: &SharedInformerFactory,
@@ -274,12 +275,12 @@ fn forward<K>(
         EventHandlerFuncs::new()
             .on_add(move |o: &Arc<K>, initial| {
                 if !initial {
-                    s1.move_all(add, None, Some(&**o as &dyn Any));
+                    s1.move_all(add, None, Some(o as &dyn Any));
                 }
             })
             .on_update(move |o: &Arc<K>, n: &Arc<K>| {
-                s2.move_all(update, Some(&**o as &dyn Any), Some(&**n as &dyn Any));
+                s2.move_all(update, Some(o as &dyn Any), Some(n as &dyn Any));
             })
-            .on_delete(move |d| s3.move_all(delete, Some(&**d.object() as &dyn Any), None)),
+            .on_delete(move |d| s3.move_all(delete, Some(d.object() as &dyn Any), None)),
     );
 }
