@@ -11,7 +11,7 @@ use api_types::labels::Selector;
 use api_types::resource::Quantity;
 use client_go_rs::listers::Lister;
 use k8s_openapi::api::core::v1::{ObjectReference, PersistentVolume, PersistentVolumeClaim};
-use k8s_openapi::api::storage::v1::StorageClass;
+use k8s_openapi::api::storage::v1::{CSIStorageCapacity, StorageClass};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
@@ -98,6 +98,38 @@ pub struct PodVolumeClaims {
     pub unbound_immediate: Vec<Arc<PersistentVolumeClaim>>,
     /// The candidate volumes of each class the delayed claims ask for.
     pub unbound_volumes: HashMap<String, Vec<VolumeFacts>>,
+    /// Per class of the delayed claims, the storage pools its provisioner reports when that
+    /// CSI driver opted into capacity tracking (`None`: no capacity check).
+    pub capacities: HashMap<String, Option<Vec<CapacityFacts>>>,
+}
+
+/// One CSIStorageCapacity: how big a volume it can still provision, and for which nodes.
+#[derive(Debug, Clone)]
+pub struct CapacityFacts {
+    /// `maximumVolumeSize` if given (more precise), else `capacity`.
+    pub limit: Option<Quantity>,
+    /// `nodeTopology`; `None` (or unparsable): no node has access.
+    pub nodes: Option<Selector>,
+}
+
+impl CapacityFacts {
+    pub fn new(c: &CSIStorageCapacity) -> Self {
+        let limit = c
+            .maximum_volume_size
+            .as_ref()
+            .or(c.capacity.as_ref())
+            .and_then(|q| Quantity::parse(&q.0));
+        let nodes = c
+            .node_topology
+            .as_ref()
+            .and_then(|t| Selector::from_label_selector(Some(t)).ok());
+        Self { limit, nodes }
+    }
+
+    fn fits(&self, size: &Quantity, labels: &BTreeMap<String, String>) -> bool {
+        self.limit.as_ref().is_some_and(|l| l >= size)
+            && self.nodes.as_ref().is_some_and(|s| s.matches(labels))
+    }
 }
 
 /// What binding the pod's volumes on one node takes.
@@ -116,13 +148,17 @@ impl PodVolumes {
 }
 
 pub fn requested_storage(pvc: &PersistentVolumeClaim) -> Quantity {
+    requested_storage_opt(pvc).unwrap_or_else(|| Quantity::from_int(0))
+}
+
+/// The storage a claim requests; `None` when it names none (nothing to check capacity for).
+fn requested_storage_opt(pvc: &PersistentVolumeClaim) -> Option<Quantity> {
     pvc.spec
         .as_ref()
         .and_then(|s| s.resources.as_ref())
         .and_then(|r| r.requests.as_ref())
         .and_then(|r| r.get("storage"))
         .and_then(|q| Quantity::parse(&q.0))
-        .unwrap_or_else(|| Quantity::from_int(0))
 }
 
 fn capacity(pv: &PersistentVolume) -> Quantity {
@@ -306,13 +342,12 @@ pub fn find_pod_volumes(
                 (unbound_ok, enough_space) = (true, true);
                 for pvc in to_provision {
                     let class_name = claim_class(&pvc);
-                    let key = format!(
-                        "{}/{}",
-                        pvc.metadata.namespace.as_deref().unwrap_or_default(),
-                        pvc.metadata.name.as_deref().unwrap_or_default()
-                    );
                     if class_name.is_empty() {
-                        return Err(format!("no class for claim {key:?}"));
+                        return Err(format!(
+                            "no class for claim \"{}/{}\"",
+                            pvc.metadata.namespace.as_deref().unwrap_or_default(),
+                            pvc.metadata.name.as_deref().unwrap_or_default()
+                        ));
                     }
                     let Some(class) = classes.get(class_name) else {
                         return Err(format!("failed to find storage class {class_name:?}"));
@@ -325,6 +360,14 @@ pub fn find_pod_volumes(
                         )
                     {
                         unbound_ok = false;
+                        out.volumes.dynamic_provisions.clear();
+                        break;
+                    }
+                    if let Some(Some(pools)) = claims.capacities.get(class_name)
+                        && let Some(size) = requested_storage_opt(&pvc)
+                        && !pools.iter().any(|p| p.fits(&size, labels))
+                    {
+                        enough_space = false;
                         out.volumes.dynamic_provisions.clear();
                         break;
                     }

@@ -18,7 +18,8 @@ use crate::framework::{
 use assume_cache::AssumeCache;
 use async_trait::async_trait;
 use binder::{
-    ClaimFacts, PodVolumeClaims, PodVolumes, VolumeFacts, claim_fully_bound, find_pod_volumes,
+    CapacityFacts, ClaimFacts, PodVolumeClaims, PodVolumes, VolumeFacts, claim_fully_bound,
+    find_pod_volumes,
 };
 use client_go_rs::listers::Lister;
 use helpers::{
@@ -26,7 +27,7 @@ use helpers::{
     pod_volumes, pvc_not_found, volume_claim_name, volume_is_for_pod,
 };
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
-use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
+use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, CSIStorageCapacity, StorageClass};
 use kube::Api;
 use kube::api::PostParams;
 use parking_lot::Mutex;
@@ -58,6 +59,8 @@ pub struct VolumeBinding {
     pvcs: Arc<AssumeCache<PersistentVolumeClaim>>,
     pvs: Arc<AssumeCache<PersistentVolume>>,
     classes: Lister<StorageClass>,
+    drivers: Lister<CSIDriver>,
+    storage_capacities: Lister<CSIStorageCapacity>,
     bind_timeout: Duration,
 }
 
@@ -84,6 +87,8 @@ fn build(args: Option<&Value>, ctx: &PluginContext) -> Result<VolumeBinding, Str
             ctx.informers.informer::<PersistentVolume>().lister(),
         )),
         classes: ctx.informers.informer::<StorageClass>().lister(),
+        drivers: ctx.informers.informer::<CSIDriver>().lister(),
+        storage_capacities: ctx.informers.informer::<CSIStorageCapacity>().lister(),
         bind_timeout: Duration::from_secs(args.bind_timeout_seconds as u64),
     })
 }
@@ -228,9 +233,28 @@ impl VolumeBinding {
                     .map(VolumeFacts::new)
                     .collect();
                 out.unbound_volumes.insert(class.to_string(), facts);
+                out.capacities
+                    .insert(class.to_string(), self.storage_pools(class));
             }
         }
         Ok(out)
+    }
+
+    /// The storage pools of a class whose CSI driver opted into capacity tracking; `None`
+    /// when there is nothing to check (no such class, not a CSI driver, or not opted in).
+    fn storage_pools(&self, class: &str) -> Option<Vec<CapacityFacts>> {
+        let sc = self.classes.get(class)?;
+        let driver = self.drivers.get(&sc.provisioner)?;
+        if driver.spec.storage_capacity != Some(true) {
+            return None;
+        }
+        Some(
+            self.storage_capacities
+                .list_matching(|c| c.storage_class_name == class)
+                .iter()
+                .map(|c| CapacityFacts::new(c))
+                .collect(),
+        )
     }
 
     fn assume(&self, volumes: &PodVolumes) {

@@ -685,3 +685,103 @@ async fn bindings_done_table() {
         Err("failed to check binding: persistentvolumeclaim \"wffc\" not found".into())
     );
 }
+
+#[tokio::test]
+async fn storage_capacity_table() {
+    use k8s_openapi::api::storage::v1::{CSIDriverSpec, CSIStorageCapacity};
+    use k8s_openapi::apimachinery::pkg::api::resource::Quantity as ApiQuantity;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+
+    let ctx = test_context();
+    setup(&ctx);
+    ctx.informers
+        .informer::<StorageClass>()
+        .indexer()
+        .insert(Arc::new(class(
+            "cap",
+            "WaitForFirstConsumer",
+            "cap.example",
+            None,
+        )));
+    ctx.informers
+        .informer::<CSIDriver>()
+        .indexer()
+        .insert(Arc::new(CSIDriver {
+            metadata: ObjectMeta {
+                name: Some("cap.example".into()),
+                ..Default::default()
+            },
+            spec: CSIDriverSpec {
+                storage_capacity: Some(true),
+                ..Default::default()
+            },
+        }));
+    let pool = |name: &str, zone: &str, capacity: &str, max: Option<&str>| CSIStorageCapacity {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            namespace: Some("kube-system".into()),
+            ..Default::default()
+        },
+        storage_class_name: "cap".into(),
+        capacity: Some(ApiQuantity(capacity.into())),
+        maximum_volume_size: max.map(|m| ApiQuantity(m.into())),
+        node_topology: Some(LabelSelector {
+            match_labels: Some(
+                [("topology.kubernetes.io/zone".to_string(), zone.to_string())]
+                    .into_iter()
+                    .collect(),
+            ),
+            ..Default::default()
+        }),
+    };
+    let pools = ctx.informers.informer::<CSIStorageCapacity>();
+    // Zone a has room for 10Gi; zone b reports 100Gi free but no volume above 2Gi.
+    pools
+        .indexer()
+        .insert(Arc::new(pool("pool-a", "zone-a", "10Gi", None)));
+    pools
+        .indexer()
+        .insert(Arc::new(pool("pool-b", "zone-b", "100Gi", Some("2Gi"))));
+    let claims = ctx.informers.informer::<PersistentVolumeClaim>();
+    claims
+        .indexer()
+        .insert(Arc::new(pvc("cap-small", "cap", "1Gi", "", false)));
+    claims
+        .indexer()
+        .insert(Arc::new(pvc("cap-big", "cap", "5Gi", "", false)));
+    claims
+        .indexer()
+        .insert(Arc::new(pvc("cap-huge", "cap", "50Gi", "", false)));
+
+    let plugin = new(None, &ctx).expect("plugin");
+    let pf = plugin.as_pre_filter().expect("prefilter");
+    let f = plugin.as_filter().expect("filter");
+    let [a, b]: [NodeInfo; 2] = nodes().try_into().expect("two nodes");
+    let enough = Vec::<&str>::new();
+    let not_enough = vec![binder::ERR_REASON_NOT_ENOUGH_SPACE];
+    let cases = vec![
+        ("small on a", "cap-small", &a, &enough),
+        ("small on b", "cap-small", &b, &enough),
+        ("big on a", "cap-big", &a, &enough),
+        (
+            "big above b's maximum volume size",
+            "cap-big",
+            &b,
+            &not_enough,
+        ),
+        ("huge above a's capacity", "cap-huge", &a, &not_enough),
+        // A class whose driver did not opt in is not checked.
+        ("no capacity tracking", "wffc", &b, &enough),
+    ];
+    for (name, claim, ni, reasons) in cases {
+        let info = pod_info(pod_with("p", &[claim]));
+        let mut state = CycleState::new();
+        assert!(
+            pf.pre_filter(&mut state, &info, &Snapshot::default())
+                .1
+                .is_success()
+        );
+        let s = f.filter(&state, &info, ni);
+        assert_eq!(&s.reasons, reasons, "{name}");
+    }
+}
