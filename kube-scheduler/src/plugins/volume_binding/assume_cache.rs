@@ -104,3 +104,61 @@ impl AssumeCache<PersistentVolumeClaim> {
         self.resolve(&format!("{namespace}/{name}"), informer)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use client_go_rs::listers::Indexer;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+    fn pv(name: &str, rv: &str, class: &str) -> Arc<PersistentVolume> {
+        Arc::new(PersistentVolume {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                resource_version: Some(rv.into()),
+                ..Default::default()
+            },
+            spec: Some(k8s_openapi::api::core::v1::PersistentVolumeSpec {
+                storage_class_name: Some(class.into()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        })
+    }
+
+    #[test]
+    fn assumptions_last_until_the_informer_moves_on() {
+        let indexer = Arc::new(Indexer::<PersistentVolume>::new());
+        indexer.insert(pv("a", "5", "fast"));
+        let cache = AssumeCache::new(Lister::new(indexer.clone()));
+        // Same version as the informer's: the assumption wins.
+        cache.assume("a".into(), pv("a", "5", "assumed"));
+        assert_eq!(volume_class_of(&cache.get("a")), "assumed");
+        assert_eq!(cache.list_class("fast").len(), 1);
+        assert_eq!(
+            volume_class_of(&cache.list_class("fast").first().cloned()),
+            "assumed"
+        );
+        // An older informer copy does not undo it either.
+        indexer.insert(pv("a", "4", "fast"));
+        assert_eq!(volume_class_of(&cache.get("a")), "assumed");
+        // A newer one ends it.
+        indexer.insert(pv("a", "6", "fast"));
+        assert_eq!(volume_class_of(&cache.get("a")), "fast");
+        // Restore drops an assumption at once.
+        cache.assume("a".into(), pv("a", "6", "assumed"));
+        cache.restore("a");
+        assert_eq!(volume_class_of(&cache.get("a")), "fast");
+        // A deleted object takes its assumption with it.
+        cache.assume("a".into(), pv("a", "6", "assumed"));
+        indexer.delete("a");
+        assert!(cache.get("a").is_none());
+    }
+
+    fn volume_class_of(pv: &Option<Arc<PersistentVolume>>) -> String {
+        pv.as_ref()
+            .and_then(|p| p.spec.as_ref())
+            .and_then(|s| s.storage_class_name.clone())
+            .unwrap_or_default()
+    }
+}
