@@ -103,7 +103,9 @@ impl Scheduler {
             .daemon
             .take()
             .ok_or_else(|| anyhow::anyhow!("kube-scheduler is not running"))?;
-        daemon.terminate(Duration::from_secs(15))
+        daemon.terminate(Duration::from_secs(15)).map_err(|err| {
+            anyhow::anyhow!("{err:#}\n----- kube-scheduler log -----\n{}", self.logs())
+        })
     }
 
     /// kill -9: no chance to release its lease or finish a binding.

@@ -28,6 +28,8 @@ enum Expect {
     On(&'static str),
     /// Bound to a node none of these pods is on.
     Apart(&'static [&'static str]),
+    /// Bound to the node this pod is on.
+    With(&'static str),
     /// FailedScheduling with this message, in the event and in the PodScheduled condition.
     Unschedulable(&'static str),
     /// Not bound and no scheduling event for a while.
@@ -448,6 +450,8 @@ fn cases() -> Vec<Case> {
                     ),
                     Apart(&[]),
                 ),
+                // ...and its arrival requeues the pod that needed one, into its zone.
+                Then("needs-cache", With("first-cache")),
             ],
         },
         Case {
@@ -522,7 +526,7 @@ type Placements = BTreeMap<String, String>;
 
 async fn check(api: &ApiServer, ns: &str, name: &str, expect: &Expect, placed: &mut Placements) {
     match expect {
-        Expect::On(_) | Expect::Apart(_) => {
+        Expect::On(_) | Expect::Apart(_) | Expect::With(_) => {
             let node = sched::wait_for_pod_scheduled(api, ns, name).await;
             match expect {
                 Expect::On(want) => assert_eq!(&node, want, "{ns}/{name} landed elsewhere"),
@@ -535,6 +539,11 @@ async fn check(api: &ApiServer, ns: &str, name: &str, expect: &Expect, placed: &
                         );
                     }
                 }
+                Expect::With(other) => assert_eq!(
+                    placed.get(*other),
+                    Some(&node),
+                    "{ns}/{name} landed on {node}, away from {other}"
+                ),
                 _ => unreachable!(),
             }
             let event = sched::wait_for_event(api, ns, name, "Scheduled").await;
