@@ -63,6 +63,12 @@ impl Status {
         Self::new(Code::UnschedulableAndUnresolvable, reason)
     }
 
+    /// A plugin's Filter/Score found no state from its PreFilter/PreScore (upstream's
+    /// "reading ... from cycleState" error).
+    pub fn state_not_found(key: &str) -> Self {
+        Self::error(format!("reading {key:?} from cycleState: not found"))
+    }
+
     pub fn skip() -> Self {
         Self::with_reasons(Code::Skip, Vec::new())
     }

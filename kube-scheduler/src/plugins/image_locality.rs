@@ -119,12 +119,7 @@ impl PreScorePlugin for ImageLocality {
 impl ScorePlugin for ImageLocality {
     fn score(&self, state: &CycleState, _pod: &PodInfo, node: &NodeInfo) -> (i64, Status) {
         let Some(s) = state.read::<PreScoreState>(PRE_SCORE_STATE_KEY) else {
-            return (
-                0,
-                Status::error(format!(
-                    "reading {PRE_SCORE_STATE_KEY:?} from cycleState: not found"
-                )),
-            );
+            return (0, Status::state_not_found(PRE_SCORE_STATE_KEY));
         };
         if s.total_nodes == 0 {
             return (0, Status::success());

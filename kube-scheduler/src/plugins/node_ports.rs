@@ -154,9 +154,7 @@ impl PreFilterPlugin for NodePorts {
 impl FilterPlugin for NodePorts {
     fn filter(&self, state: &CycleState, _pod: &PodInfo, node: &NodeInfo) -> Status {
         let Some(s) = state.read::<PreFilterState>(PRE_FILTER_STATE_KEY) else {
-            return Status::error(format!(
-                "reading {PRE_FILTER_STATE_KEY:?} from cycleState: not found"
-            ));
+            return Status::state_not_found(PRE_FILTER_STATE_KEY);
         };
         if fits_ports(&s.0, &node.used_ports) {
             Status::success()

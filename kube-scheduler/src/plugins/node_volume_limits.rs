@@ -201,7 +201,7 @@ impl PreFilterPlugin for CsiLimits {
 impl FilterPlugin for CsiLimits {
     fn filter(&self, state: &CycleState, _pod: &PodInfo, node: &NodeInfo) -> Status {
         let Some(s) = state.read::<PreFilterState>(STATE_KEY) else {
-            return Status::error(format!("reading {STATE_KEY:?} from cycleState: not found"));
+            return Status::state_not_found(STATE_KEY);
         };
         if let Some(e) = &s.error {
             return e.clone();

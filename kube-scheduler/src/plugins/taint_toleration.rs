@@ -122,12 +122,7 @@ impl PreScorePlugin for TaintToleration {
 impl ScorePlugin for TaintToleration {
     fn score(&self, state: &CycleState, _pod: &PodInfo, node: &NodeInfo) -> (i64, Status) {
         let Some(s) = state.read::<PreScoreState>(PRE_SCORE_STATE_KEY) else {
-            return (
-                0,
-                Status::error(format!(
-                    "failed to read {PRE_SCORE_STATE_KEY:?} from cycleState: not found"
-                )),
-            );
+            return (0, Status::state_not_found(PRE_SCORE_STATE_KEY));
         };
         let Some(n) = node.node.as_deref() else {
             return (0, Status::error("node not found"));

@@ -158,7 +158,7 @@ impl PreFilterPlugin for VolumeRestrictions {
 
 fn update_refs(state: &mut CycleState, pod: &PodInfo, other: &PodInfo, sign: i64) -> Status {
     let Some(s) = state.read_mut::<PreFilterState>(STATE_KEY) else {
-        return Status::error(format!("cannot read {STATE_KEY:?} from cycleState"));
+        return Status::state_not_found(STATE_KEY);
     };
     s.conflicting_refs += sign * s.refs_of(pod.namespace(), &other.pod);
     Status::success()
@@ -197,7 +197,7 @@ impl FilterPlugin for VolumeRestrictions {
             }
         }
         let Some(s) = state.read::<PreFilterState>(STATE_KEY) else {
-            return Status::error(format!("cannot read {STATE_KEY:?} from cycleState"));
+            return Status::state_not_found(STATE_KEY);
         };
         // Unschedulable, not unresolvable: preempting the other user frees the claim.
         if s.conflicting_refs > 0 {

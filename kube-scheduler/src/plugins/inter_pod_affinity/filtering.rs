@@ -223,9 +223,7 @@ impl InterPodAffinity {
 }
 
 fn not_found() -> Status {
-    Status::error(format!(
-        "reading {PRE_FILTER_STATE_KEY:?} from cycleState: not found"
-    ))
+    Status::state_not_found(PRE_FILTER_STATE_KEY)
 }
 
 impl PreFilterExtensions for InterPodAffinity {

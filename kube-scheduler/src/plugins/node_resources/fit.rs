@@ -293,9 +293,7 @@ impl PreFilterPlugin for Fit {
 impl FilterPlugin for Fit {
     fn filter(&self, state: &CycleState, _pod: &PodInfo, node: &NodeInfo) -> Status {
         let Some(s) = state.read::<PreFilterState>(PRE_FILTER_STATE_KEY) else {
-            return Status::error(format!(
-                "error reading {PRE_FILTER_STATE_KEY:?} from cycleState: not found"
-            ));
+            return Status::state_not_found(PRE_FILTER_STATE_KEY);
         };
         let insufficient = fits_request(&s.0, node, |n| self.ignored(n));
         if insufficient.is_empty() {

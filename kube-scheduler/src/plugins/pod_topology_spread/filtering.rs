@@ -202,9 +202,7 @@ impl PodTopologySpread {
 }
 
 fn not_found() -> Status {
-    Status::error(format!(
-        "reading {PRE_FILTER_STATE_KEY:?} from cycleState: not found"
-    ))
+    Status::state_not_found(PRE_FILTER_STATE_KEY)
 }
 
 impl PreFilterExtensions for PodTopologySpread {

@@ -170,9 +170,7 @@ impl PreScorePlugin for PodTopologySpread {
 }
 
 fn not_found() -> Status {
-    Status::error(format!(
-        "reading {PRE_SCORE_STATE_KEY:?} from cycleState: not found"
-    ))
+    Status::state_not_found(PRE_SCORE_STATE_KEY)
 }
 
 impl ScorePlugin for PodTopologySpread {

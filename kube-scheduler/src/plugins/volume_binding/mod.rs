@@ -148,7 +148,7 @@ fn claim_key(pvc: &PersistentVolumeClaim) -> String {
 }
 
 fn not_found_state() -> Status {
-    Status::error(format!("reading {STATE_KEY:?} from cycleState: not found"))
+    Status::state_not_found(STATE_KEY)
 }
 
 impl VolumeBinding {
