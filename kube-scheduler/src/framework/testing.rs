@@ -7,7 +7,10 @@ use super::parallelize::Parallelizer;
 use super::pod_info::PodInfo;
 use super::registry::PluginContext;
 use client_go_rs::informers::SharedInformerFactory;
-use k8s_openapi::api::core::v1::{Container, Node, NodeStatus, Pod, PodSpec, ResourceRequirements};
+use k8s_openapi::api::core::v1::{
+    Container, Node, NodeStatus, PersistentVolumeClaimVolumeSource, Pod, PodSpec,
+    ResourceRequirements, Volume,
+};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use std::collections::BTreeMap;
@@ -79,6 +82,27 @@ pub fn pod(name: &str, requests: &[(&str, &str)]) -> Pod {
         }),
         ..Default::default()
     }
+}
+
+/// A pod in `default` whose volumes are the named PersistentVolumeClaims (volume = claim name).
+pub fn pod_with_claims(name: &str, claims: &[&str]) -> Pod {
+    let mut p = pod(name, &[]);
+    if let Some(spec) = p.spec.as_mut() {
+        spec.volumes = Some(
+            claims
+                .iter()
+                .map(|c| Volume {
+                    name: c.to_string(),
+                    persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
+                        claim_name: c.to_string(),
+                        read_only: None,
+                    }),
+                    ..Default::default()
+                })
+                .collect(),
+        );
+    }
+    p
 }
 
 pub fn pod_info(pod: Pod) -> Arc<PodInfo> {

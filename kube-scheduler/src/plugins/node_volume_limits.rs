@@ -346,10 +346,11 @@ impl Plugin for CsiLimits {
 mod tests {
     use super::*;
     use crate::framework::Code;
-    use crate::framework::testing::{node, node_info, pod, pod_info, test_context};
+    use crate::framework::testing::{
+        node, node_info, pod, pod_info, pod_with_claims, test_context,
+    };
     use k8s_openapi::api::core::v1::{
-        CSIPersistentVolumeSource, PersistentVolumeClaimSpec, PersistentVolumeClaimVolumeSource,
-        PersistentVolumeSpec, Volume,
+        CSIPersistentVolumeSource, PersistentVolumeClaimSpec, PersistentVolumeSpec,
     };
     use k8s_openapi::api::storage::v1::{
         CSINodeDriver, CSINodeSpec, VolumeAttachmentSource, VolumeAttachmentSpec,
@@ -407,26 +408,6 @@ mod tests {
                     .collect(),
             },
         }
-    }
-
-    fn pod_with(name: &str, claims: &[&str]) -> Pod {
-        let mut p = pod(name, &[]);
-        if let Some(s) = p.spec.as_mut() {
-            s.volumes = Some(
-                claims
-                    .iter()
-                    .map(|c| Volume {
-                        name: c.to_string(),
-                        persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
-                            claim_name: c.to_string(),
-                            read_only: None,
-                        }),
-                        ..Default::default()
-                    })
-                    .collect(),
-            );
-        }
-        p
     }
 
     fn setup(ctx: &PluginContext) {
@@ -608,11 +589,11 @@ mod tests {
             ),
         ];
         for (name, claims, node_name, existing, pf_code, f_code) in cases {
-            let info = pod_info(pod_with("new", &claims));
+            let info = pod_info(pod_with_claims("new", &claims));
             let pods = existing
                 .iter()
                 .enumerate()
-                .map(|(i, c)| pod_with(&format!("old{i}"), c))
+                .map(|(i, c)| pod_with_claims(&format!("old{i}"), c))
                 .collect();
             let ni = node_info(node(node_name, &[], &[]), pods);
             let mut state = CycleState::new();
@@ -634,7 +615,7 @@ mod tests {
         let ctx = test_context();
         setup(&ctx);
         let plugin = new(None, &ctx).expect("plugin");
-        let info = pod_info(pod_with("new", &["nope"]));
+        let info = pod_info(pod_with_claims("new", &["nope"]));
         let mut state = CycleState::new();
         let (_, s) = plugin.as_pre_filter().expect("prefilter").pre_filter(
             &mut state,
@@ -656,7 +637,7 @@ mod tests {
 
     #[test]
     fn claim_and_pod_hints() {
-        let p = pod_with("p", &["a1"]);
+        let p = pod_with_claims("p", &["a1"]);
         assert_eq!(
             claim_added_hint(&p, None, Some(&pvc("a1", "", ""))),
             QueueingHint::Queue
@@ -665,7 +646,7 @@ mod tests {
             claim_added_hint(&p, None, Some(&pvc("b1", "", ""))),
             QueueingHint::Skip
         );
-        let mut bound = pod_with("old", &["x"]);
+        let mut bound = pod_with_claims("old", &["x"]);
         assert_eq!(pod_deleted_hint(&p, Some(&bound), None), QueueingHint::Skip);
         if let Some(s) = bound.spec.as_mut() {
             s.node_name = Some("n".into());

@@ -251,10 +251,8 @@ impl Plugin for VolumeZone {
 mod tests {
     use super::*;
     use crate::framework::Code;
-    use crate::framework::testing::{node, node_info, pod, pod_info, test_context};
-    use k8s_openapi::api::core::v1::{
-        PersistentVolumeClaimSpec, PersistentVolumeClaimVolumeSource, PersistentVolumeSpec, Volume,
-    };
+    use crate::framework::testing::{node, node_info, pod_info, pod_with_claims, test_context};
+    use k8s_openapi::api::core::v1::{PersistentVolumeClaimSpec, PersistentVolumeSpec};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
     fn labels(pairs: &[(&str, &str)]) -> Option<std::collections::BTreeMap<String, String>> {
@@ -304,26 +302,6 @@ mod tests {
             volume_binding_mode: mode.map(str::to_string),
             ..Default::default()
         }
-    }
-
-    fn pod_with_claims(claims: &[&str]) -> Pod {
-        let mut p = pod("p", &[]);
-        if let Some(spec) = p.spec.as_mut() {
-            spec.volumes = Some(
-                claims
-                    .iter()
-                    .map(|c| Volume {
-                        name: c.to_string(),
-                        persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
-                            claim_name: c.to_string(),
-                            read_only: None,
-                        }),
-                        ..Default::default()
-                    })
-                    .collect(),
-            );
-        }
-        p
     }
 
     fn fill(ctx: &PluginContext) {
@@ -444,7 +422,7 @@ mod tests {
             ),
         ];
         for (name, claims, node_labels, code, reason) in cases {
-            let info = pod_info(pod_with_claims(&claims));
+            let info = pod_info(pod_with_claims("p", &claims));
             let mut state = CycleState::new();
             let (_, s) = pf.pre_filter(&mut state, &info, &Snapshot::default());
             assert!(s.is_success(), "{name}: prefilter {s:?}");
@@ -502,7 +480,7 @@ mod tests {
             ("zoned volume", vec!["pvc_1"], Code::Success, ""),
         ];
         for (name, claims, code, reason) in cases {
-            let info = pod_info(pod_with_claims(&claims));
+            let info = pod_info(pod_with_claims("p", &claims));
             let mut state = CycleState::new();
             let (_, s) = pf.pre_filter(&mut state, &info, &Snapshot::default());
             assert_eq!(s.code, code, "{name}");
@@ -512,7 +490,7 @@ mod tests {
 
     #[tokio::test]
     async fn hints() {
-        let p = pod_with_claims(&["pvc_1"]);
+        let p = pod_with_claims("p", &["pvc_1"]);
         let c = pvc("pvc_1", "vol_1", None);
         let other = pvc("other", "vol_1", None);
         assert_eq!(claim_hint(&p, None, Some(&c)), QueueingHint::Queue);

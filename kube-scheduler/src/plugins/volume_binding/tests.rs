@@ -5,12 +5,14 @@ use super::binder::{
 use super::helpers::ANN_BIND_COMPLETED;
 use super::*;
 use crate::framework::Code;
-use crate::framework::testing::{node, node_info, pod, pod_info, resources, test_context};
+use crate::framework::testing::{
+    node, node_info, pod, pod_info, pod_with_claims, resources, test_context,
+};
 use k8s_openapi::api::core::v1::{
     EphemeralVolumeSource, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm,
-    PersistentVolumeClaimSpec, PersistentVolumeClaimVolumeSource, PersistentVolumeSpec,
-    PersistentVolumeStatus, TopologySelectorLabelRequirement, TopologySelectorTerm,
-    VolumeNodeAffinity, VolumeResourceRequirements,
+    PersistentVolumeClaimSpec, PersistentVolumeSpec, PersistentVolumeStatus,
+    TopologySelectorLabelRequirement, TopologySelectorTerm, VolumeNodeAffinity,
+    VolumeResourceRequirements,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
@@ -105,26 +107,6 @@ fn with_selected_node(mut c: PersistentVolumeClaim, node: &str) -> PersistentVol
         .get_or_insert_with(Default::default)
         .insert(ANN_SELECTED_NODE.into(), node.into());
     c
-}
-
-fn pod_with(name: &str, claims: &[&str]) -> Pod {
-    let mut p = pod(name, &[]);
-    if let Some(s) = p.spec.as_mut() {
-        s.volumes = Some(
-            claims
-                .iter()
-                .map(|c| k8s_openapi::api::core::v1::Volume {
-                    name: c.to_string(),
-                    persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
-                        claim_name: c.to_string(),
-                        read_only: None,
-                    }),
-                    ..Default::default()
-                })
-                .collect(),
-        );
-    }
-    p
 }
 
 fn setup(ctx: &PluginContext) {
@@ -222,7 +204,7 @@ async fn pre_filter_table() {
         ("wait for first consumer", vec!["wffc"], Code::Success, ""),
     ];
     for (name, claims, code, reason) in cases {
-        let info = pod_info(pod_with("p", &claims));
+        let info = pod_info(pod_with_claims("p", &claims));
         let mut state = CycleState::new();
         let (_, s) = pf.pre_filter(&mut state, &info, &Snapshot::default());
         assert_eq!(s.code, code, "{name}");
@@ -364,7 +346,7 @@ async fn filter_table() {
         ),
     ];
     for (name, claims, ni, code, reasons) in cases {
-        let info = pod_info(pod_with("p", &claims));
+        let info = pod_info(pod_with_claims("p", &claims));
         let mut state = CycleState::new();
         let (_, s) = pf.pre_filter(&mut state, &info, &Snapshot::default());
         assert!(s.is_success(), "{name}: prefilter {s:?}");
@@ -384,7 +366,7 @@ async fn smallest_volume_is_chosen_and_reserve_assumes_it() {
     let r = plugin.as_reserve().expect("reserve");
     let [a, _b]: [NodeInfo; 2] = nodes().try_into().expect("two nodes");
 
-    let first = pod_info(pod_with("first", &["local"]));
+    let first = pod_info(pod_with_claims("first", &["local"]));
     let mut state = CycleState::new();
     assert!(
         pf.pre_filter(&mut state, &first, &Snapshot::default())
@@ -405,7 +387,7 @@ async fn smallest_volume_is_chosen_and_reserve_assumes_it() {
     assert!(!state.read::<StateData>(STATE_KEY).expect("state").all_bound);
 
     // The assumed volume is no longer available to a second claim of the same size.
-    let second = pod_info(pod_with("second", &["local-big"]));
+    let second = pod_info(pod_with_claims("second", &["local-big"]));
     let mut state2 = CycleState::new();
     assert!(
         pf.pre_filter(&mut state2, &second, &Snapshot::default())
@@ -418,7 +400,7 @@ async fn smallest_volume_is_chosen_and_reserve_assumes_it() {
         .informer::<PersistentVolumeClaim>()
         .indexer()
         .insert(Arc::new(third_claim));
-    let third = pod_info(pod_with("third", &["third"]));
+    let third = pod_info(pod_with_claims("third", &["third"]));
     let mut state3 = CycleState::new();
     assert!(
         pf.pre_filter(&mut state3, &third, &Snapshot::default())
@@ -465,7 +447,7 @@ async fn reserve_and_pre_bind_without_claims() {
     let ctx = test_context();
     setup(&ctx);
     let plugin = new(None, &ctx).expect("plugin");
-    let info = pod_info(pod_with("p", &["bound"]));
+    let info = pod_info(pod_with_claims("p", &["bound"]));
     let mut state = CycleState::new();
     let pf = plugin.as_pre_filter().expect("prefilter");
     assert!(
@@ -505,7 +487,7 @@ async fn provisioning_claim_gets_selected_node() {
     let ctx = test_context();
     setup(&ctx);
     let plugin = new(None, &ctx).expect("plugin");
-    let info = pod_info(pod_with("p", &["wffc"]));
+    let info = pod_info(pod_with_claims("p", &["wffc"]));
     let mut state = CycleState::new();
     let pf = plugin.as_pre_filter().expect("prefilter");
     assert!(
@@ -545,7 +527,7 @@ fn args_are_validated() {
 
 #[test]
 fn hints() {
-    let p = pod_with("p", &["wffc"]);
+    let p = pod_with_claims("p", &["wffc"]);
     let mine = pvc("wffc", WFFC, "1Gi", "", false);
     let other = pvc("other", WFFC, "1Gi", "", false);
     assert_eq!(claim_hint(&p, None, Some(&mine)), QueueingHint::Queue);
@@ -570,7 +552,7 @@ async fn bound_local_volumes_narrow_the_nodes() {
     let plugin = new(None, &ctx).expect("plugin");
     let pf = plugin.as_pre_filter().expect("prefilter");
     let names = |claims: &[&str]| {
-        let info = pod_info(pod_with("p", claims));
+        let info = pod_info(pod_with_claims("p", claims));
         let (r, s) = pf.pre_filter(&mut CycleState::new(), &info, &Snapshot::default());
         assert!(s.is_success(), "{claims:?}: {s:?}");
         r.and_then(|r| r.node_names).map(|n| {
@@ -774,7 +756,7 @@ async fn storage_capacity_table() {
         ("no capacity tracking", "wffc", &b, &enough),
     ];
     for (name, claim, ni, reasons) in cases {
-        let info = pod_info(pod_with("p", &[claim]));
+        let info = pod_info(pod_with_claims("p", &[claim]));
         let mut state = CycleState::new();
         assert!(
             pf.pre_filter(&mut state, &info, &Snapshot::default())
