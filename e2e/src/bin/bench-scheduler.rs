@@ -34,6 +34,8 @@ struct Args {
     pods: usize,
     creators: usize,
     header: bool,
+    /// Create every pod first, then start the scheduler: its drain rate, not pod creation.
+    backlog: bool,
 }
 
 fn parse_args() -> anyhow::Result<Args> {
@@ -43,6 +45,7 @@ fn parse_args() -> anyhow::Result<Args> {
         pods: 3000,
         creators: 16,
         header: false,
+        backlog: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -58,12 +61,17 @@ fn parse_args() -> anyhow::Result<Args> {
             "--pods" => args.pods = value()?,
             "--creators" => args.creators = value()?.max(1),
             "--header" => args.header = true,
+            "--backlog" => args.backlog = true,
             other => anyhow::bail!(
                 "unknown flag {other}; usage: bench-scheduler [--nodes N] [--init-pods N] \
-                 [--pods N] [--creators N] [--header]"
+                 [--pods N] [--creators N] [--backlog] [--header]"
             ),
         }
     }
+    anyhow::ensure!(
+        !(args.backlog && args.init_pods > 0),
+        "--backlog schedules every pod at once: leave --init-pods out"
+    );
     Ok(args)
 }
 
@@ -340,16 +348,29 @@ fn apiserver_pid(api_dir: &std::path::Path) -> Option<u32> {
         })
 }
 
+const CONFIG: &str = "clientConnection:\n  qps: 5000\n  burst: 5000\n";
+
+async fn start_scheduler(
+    dir: &std::path::Path,
+    api: &ApiServer,
+) -> anyhow::Result<(Scheduler, u32)> {
+    let scheduler = Scheduler::start(&dir.join("scheduler"), api, Some(CONFIG), &[]).await?;
+    let pid = scheduler.pid().expect("running");
+    Ok((scheduler, pid))
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = parse_args()?;
     let dir = tempfile::tempdir()?;
     let api_dir = dir.path().join("apiserver");
     let api = ApiServer::start(&api_dir, Backend::Embedded).await?;
-    let config = "clientConnection:\n  qps: 5000\n  burst: 5000\n";
-    let scheduler =
-        Scheduler::start(&dir.path().join("scheduler"), &api, Some(config), &[]).await?;
-    let scheduler_pid = scheduler.pid().expect("running");
+    let api_pid = apiserver_pid(&api_dir);
+    // Upstream's scheduler_perf runs the scheduler while nodes and pods are created.
+    let mut running = None;
+    if !args.backlog {
+        running = Some(start_scheduler(dir.path(), &api).await?);
+    }
     let mut clients = vec![];
     for _ in 0..4 {
         clients.push(Client::connect(&api).await?);
@@ -401,11 +422,7 @@ async fn main() -> anyhow::Result<()> {
             }
         })
     };
-    let (cpu_before, _) = usage(scheduler_pid);
-    let api_pid = apiserver_pid(&api_dir);
-    let api_cpu_before = api_pid.map(|p| usage(p).0).unwrap_or(0.0);
-    let start = Instant::now();
-    let creating = {
+    let mut creating = Some({
         let clients = clients.clone();
         let (creators, pods) = (args.creators, args.pods);
         tokio::spawn(async move {
@@ -413,9 +430,31 @@ async fn main() -> anyhow::Result<()> {
             create_pods(&clients, creators, "pod", pods).await?;
             anyhow::Ok(t.elapsed())
         })
+    });
+    let mut created_in = None;
+    if args.backlog
+        && let Some(creating) = creating.take()
+    {
+        created_in = Some(creating.await??);
+    }
+    let api_cpu_before = api_pid.map(|p| usage(p).0).unwrap_or(0.0);
+    // In backlog mode the clock includes the scheduler's start and its first list of pods.
+    let start = Instant::now();
+    let (scheduler, scheduler_pid) = match running {
+        Some(running) => running,
+        None => start_scheduler(dir.path(), &api).await?,
+    };
+    let (cpu_before, _) = if args.backlog {
+        (0.0, 0.0)
+    } else {
+        usage(scheduler_pid)
     };
     let (mut samples, took) = collect(&counted, args.pods, start).await;
-    let created_in = creating.await??;
+    let created_in = match (created_in, creating) {
+        (Some(took), _) => took,
+        (None, Some(creating)) => creating.await??,
+        (None, None) => unreachable!("the creators are awaited once"),
+    };
     relay.abort();
     let (cpu_after, peak_mib) = usage(scheduler_pid);
     let api_cpu = api_pid.map(|p| usage(p).0).unwrap_or(0.0) - api_cpu_before;
@@ -428,13 +467,19 @@ async fn main() -> anyhow::Result<()> {
     );
     if args.header {
         println!(
-            "| nodes | initial pods | measured pods | scheduled in s | average pods/s | p50 | p90 \
-             | p95 | p99 | scheduler CPU s | scheduler peak RSS MiB | apiserver CPU s |\n\
-             |---|---|---|---|---|---|---|---|---|---|---|---|"
+            "| mode | nodes | initial pods | measured pods | scheduled in s | average pods/s | \
+             p50 | p90 | p95 | p99 | scheduler CPU s | scheduler peak RSS MiB | apiserver CPU s |\n\
+             |---|---|---|---|---|---|---|---|---|---|---|---|---|"
         );
     }
     println!(
-        "| {} | {} | {} | {:.1} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.1} | {:.0} | {:.1} |",
+        "| {} | {} | {} | {} | {:.1} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.1} | {:.0} | \
+         {:.1} |",
+        if args.backlog {
+            "backlog"
+        } else {
+            "created while scheduling"
+        },
         args.nodes,
         args.init_pods,
         args.pods,
