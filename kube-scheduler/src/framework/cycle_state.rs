@@ -27,10 +27,14 @@ impl<T: Any + Send + Sync + Clone> StateData for T {
 #[derive(Default)]
 pub struct CycleState {
     data: HashMap<&'static str, Box<dyn StateData>>,
-    /// Plugins whose PreFilter returned Skip: their Filter is not run this cycle.
-    pub skip_filter_plugins: std::collections::HashSet<&'static str>,
-    /// Plugins whose PreScore returned Skip: their Score is not run this cycle.
-    pub skip_score_plugins: std::collections::HashSet<&'static str>,
+    /// Filter plugins (bit = position in the profile's Filter list) whose PreFilter returned
+    /// Skip: not run this cycle. A mask, since it is read for every plugin on every node.
+    pub skip_filter: u64,
+    /// PreFilter plugins (bit = position in the PreFilter list) that returned Skip: their
+    /// PreFilterExtensions have no state to update.
+    pub skip_pre_filter: u64,
+    /// Score plugins (bit = position in the Score list) whose PreScore returned Skip.
+    pub skip_score: u64,
 }
 
 impl CycleState {
@@ -65,8 +69,9 @@ impl Clone for CycleState {
                 .iter()
                 .map(|(k, v)| (*k, (**v).clone_data()))
                 .collect(),
-            skip_filter_plugins: self.skip_filter_plugins.clone(),
-            skip_score_plugins: self.skip_score_plugins.clone(),
+            skip_filter: self.skip_filter,
+            skip_pre_filter: self.skip_pre_filter,
+            skip_score: self.skip_score,
         }
     }
 }

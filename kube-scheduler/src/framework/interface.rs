@@ -243,8 +243,7 @@ pub trait ReservePlugin: Send + Sync {
 /// Approves, refuses or delays binding.
 pub trait PermitPlugin: Send + Sync {
     /// A `Wait` status with the timeout to wait at most.
-    fn permit(&self, state: &mut CycleState, pod: &PodInfo, node_name: &str)
-    -> (Status, Duration);
+    fn permit(&self, state: &mut CycleState, pod: &PodInfo, node_name: &str) -> (Status, Duration);
 }
 
 /// Work before the binding (VolumeBinding binds the claims).

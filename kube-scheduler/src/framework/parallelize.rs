@@ -8,6 +8,7 @@ use std::sync::Arc;
 #[derive(Clone)]
 pub struct Parallelizer {
     pool: Arc<rayon::ThreadPool>,
+    threads: usize,
 }
 
 impl std::fmt::Debug for Parallelizer {
@@ -27,26 +28,37 @@ impl Parallelizer {
             .expect("building a thread pool only fails when threads cannot be spawned");
         Self {
             pool: Arc::new(pool),
+            threads,
         }
+    }
+
+    /// Below this many items the hand-off to the pool costs more than it saves.
+    const SEQUENTIAL_BELOW: usize = 32;
+
+    /// Items per task: a few tasks per thread, so stealing balances without a task per node.
+    fn min_len(&self, n: usize) -> usize {
+        (n / (self.threads * 4)).max(16)
     }
 
     /// `f(i)` for every `i` in `0..n`, in parallel; returns the results in order.
     pub fn map<T: Send>(&self, n: usize, f: impl Fn(usize) -> T + Sync + Send) -> Vec<T> {
-        if n < 2 {
+        if n < Self::SEQUENTIAL_BELOW || self.threads == 1 {
             return (0..n).map(f).collect();
         }
+        let min = self.min_len(n);
         self.pool
-            .install(|| (0..n).into_par_iter().with_min_len(8).map(f).collect())
+            .install(|| (0..n).into_par_iter().with_min_len(min).map(f).collect())
     }
 
     /// `f(i)` for every `i` in `0..n`, in parallel.
     pub fn for_each(&self, n: usize, f: impl Fn(usize) + Sync + Send) {
-        if n < 2 {
+        if n < Self::SEQUENTIAL_BELOW || self.threads == 1 {
             (0..n).for_each(f);
             return;
         }
+        let min = self.min_len(n);
         self.pool
-            .install(|| (0..n).into_par_iter().with_min_len(8).for_each(f));
+            .install(|| (0..n).into_par_iter().with_min_len(min).for_each(f));
     }
 
     /// Runs `f` on the pool (so its own parallel iterators use it).

@@ -22,12 +22,10 @@ impl AffinityTerm {
     fn parse(pod_namespace: &str, term: &PodAffinityTerm) -> Self {
         let selector = Selector::from_label_selector(term.label_selector.as_ref())
             .unwrap_or_else(|_| Selector::nothing());
-        let namespace_selector = term
-            .namespace_selector
-            .as_ref()
-            .map(|s| Selector::from_label_selector(Some(s)).unwrap_or_else(|_| Selector::nothing()));
-        let mut namespaces: HashSet<String> =
-            term.namespaces.iter().flatten().cloned().collect();
+        let namespace_selector = term.namespace_selector.as_ref().map(|s| {
+            Selector::from_label_selector(Some(s)).unwrap_or_else(|_| Selector::nothing())
+        });
+        let mut namespaces: HashSet<String> = term.namespaces.iter().flatten().cloned().collect();
         if namespaces.is_empty() && namespace_selector.is_none() {
             namespaces.insert(pod_namespace.to_string());
         }
@@ -78,7 +76,11 @@ static EMPTY_LABELS: BTreeMap<String, String> = BTreeMap::new();
 impl PodInfo {
     pub fn new(pod: Arc<Pod>) -> Self {
         let ns = pod.metadata.namespace.clone().unwrap_or_default();
-        let key = format!("{}/{}", ns, pod.metadata.name.as_deref().unwrap_or_default());
+        let key = format!(
+            "{}/{}",
+            ns,
+            pod.metadata.name.as_deref().unwrap_or_default()
+        );
         let affinity = pod.spec.as_ref().and_then(|s| s.affinity.as_ref());
         let pa = affinity.and_then(|a| a.pod_affinity.as_ref());
         let paa = affinity.and_then(|a| a.pod_anti_affinity.as_ref());
@@ -100,18 +102,22 @@ impl PodInfo {
                 .collect::<Vec<_>>()
         };
         Self {
-            required_affinity_terms: required(
-                pa.and_then(|a| a.required_during_scheduling_ignored_during_execution.as_ref()),
-            ),
-            required_anti_affinity_terms: required(
-                paa.and_then(|a| a.required_during_scheduling_ignored_during_execution.as_ref()),
-            ),
-            preferred_affinity_terms: preferred(
-                pa.and_then(|a| a.preferred_during_scheduling_ignored_during_execution.as_ref()),
-            ),
-            preferred_anti_affinity_terms: preferred(
-                paa.and_then(|a| a.preferred_during_scheduling_ignored_during_execution.as_ref()),
-            ),
+            required_affinity_terms: required(pa.and_then(|a| {
+                a.required_during_scheduling_ignored_during_execution
+                    .as_ref()
+            })),
+            required_anti_affinity_terms: required(paa.and_then(|a| {
+                a.required_during_scheduling_ignored_during_execution
+                    .as_ref()
+            })),
+            preferred_affinity_terms: preferred(pa.and_then(|a| {
+                a.preferred_during_scheduling_ignored_during_execution
+                    .as_ref()
+            })),
+            preferred_anti_affinity_terms: preferred(paa.and_then(|a| {
+                a.preferred_during_scheduling_ignored_during_execution
+                    .as_ref()
+            })),
             requests: pod_requests(&pod, false),
             non_zero_requests: pod_requests(&pod, true),
             key,
@@ -137,11 +143,7 @@ impl PodInfo {
 
     /// `spec.priority`, 0 when unset (as upstream's `corev1helpers.PodPriority`).
     pub fn priority(&self) -> i32 {
-        self.pod
-            .spec
-            .as_ref()
-            .and_then(|s| s.priority)
-            .unwrap_or(0)
+        self.pod.spec.as_ref().and_then(|s| s.priority).unwrap_or(0)
     }
 
     pub fn node_name(&self) -> &str {

@@ -12,6 +12,10 @@ use std::sync::{Arc, OnceLock};
 /// The queue's record of pods nominated to nodes by preemption (upstream's `PodNominator`):
 /// Filter counts higher-priority nominated pods, and preemption reads and clears nominations.
 pub trait PodNominator: Send + Sync {
+    /// Whether any pod is nominated at all; when none is, Filter skips the per-node lookup.
+    fn has_nominated_pods(&self) -> bool {
+        true
+    }
     fn nominated_pods_for_node(&self, node_name: &str) -> Vec<Arc<PodInfo>>;
     fn add_nominated_pod(&self, pod: &Arc<PodInfo>, node_name: &str);
     fn delete_nominated_pod(&self, pod: &PodInfo);
@@ -37,7 +41,8 @@ impl PluginContext {
 }
 
 /// Builds a plugin from its args (`None`: the plugin's defaults).
-pub type PluginFactory = fn(args: Option<&Value>, ctx: &PluginContext) -> Result<Arc<dyn Plugin>, String>;
+pub type PluginFactory =
+    fn(args: Option<&Value>, ctx: &PluginContext) -> Result<Arc<dyn Plugin>, String>;
 
 /// Plugin names to factories.
 #[derive(Clone, Default)]

@@ -129,8 +129,12 @@ impl Framework {
                 .iter()
                 .filter(|(n, _)| !overrides.iter().any(|(o, _)| o == n))
                 .cloned();
-            let ordered: Vec<(String, i64)> =
-                overrides.iter().cloned().chain(from_multi).chain(rest).collect();
+            let ordered: Vec<(String, i64)> = overrides
+                .iter()
+                .cloned()
+                .chain(from_multi)
+                .chain(rest)
+                .collect();
             for (name, weight) in ordered {
                 let plugin = instance(&name, &mut fw)?;
                 if !implements(&plugin, point) {
@@ -204,7 +208,9 @@ impl Framework {
 
     pub fn run_pre_enqueue(&self, pod: &k8s_openapi::api::core::v1::Pod) -> Status {
         for p in &self.pre_enqueue {
-            let s = p.as_pre_enqueue().map_or_else(Status::success, |x| x.pre_enqueue(pod));
+            let s = p
+                .as_pre_enqueue()
+                .map_or_else(Status::success, |x| x.pre_enqueue(pod));
             if !s.is_success() {
                 return s.with_plugin(p.name());
             }
@@ -240,11 +246,16 @@ impl Framework {
     ) -> (Option<PreFilterResult>, Status, Vec<&'static str>) {
         let mut narrowing = Vec::new();
         let mut result: Option<PreFilterResult> = None;
-        for p in &self.pre_filter {
-            let Some(pf) = p.as_pre_filter() else { continue };
+        for (j, p) in self.pre_filter.iter().enumerate() {
+            let Some(pf) = p.as_pre_filter() else {
+                continue;
+            };
             let (r, s) = pf.pre_filter(state, pod, snapshot);
             if s.is_skip() {
-                state.skip_filter_plugins.insert(p.name());
+                state.skip_pre_filter |= 1 << j;
+                if let Some(i) = self.filter.iter().position(|f| f.name() == p.name()) {
+                    state.skip_filter |= 1 << i;
+                }
                 continue;
             }
             if !s.is_success() {
@@ -272,8 +283,8 @@ impl Framework {
 
     /// Every Filter plugin on one node; the first rejection decides.
     pub fn run_filter(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
-        for p in &self.filter {
-            if state.skip_filter_plugins.contains(p.name()) {
+        for (i, p) in self.filter.iter().enumerate() {
+            if state.skip_filter & (1 << i) != 0 {
                 continue;
             }
             let Some(f) = p.as_filter() else { continue };
@@ -332,8 +343,8 @@ impl Framework {
         to_add: &Arc<PodInfo>,
         node: &NodeInfo,
     ) -> Status {
-        for p in &self.pre_filter {
-            if state.skip_filter_plugins.contains(p.name()) {
+        for (j, p) in self.pre_filter.iter().enumerate() {
+            if state.skip_pre_filter & (1 << j) != 0 {
                 continue;
             }
             if let Some(ext) = p.as_pre_filter().and_then(|x| x.pre_filter_extensions()) {
@@ -353,8 +364,8 @@ impl Framework {
         to_remove: &Arc<PodInfo>,
         node: &NodeInfo,
     ) -> Status {
-        for p in &self.pre_filter {
-            if state.skip_filter_plugins.contains(p.name()) {
+        for (j, p) in self.pre_filter.iter().enumerate() {
+            if state.skip_pre_filter & (1 << j) != 0 {
                 continue;
             }
             if let Some(ext) = p.as_pre_filter().and_then(|x| x.pre_filter_extensions()) {
@@ -381,7 +392,9 @@ impl Framework {
     ) -> (Option<PostFilterResult>, Status) {
         let mut reasons = Vec::new();
         for p in &self.post_filter {
-            let Some(pf) = p.as_post_filter() else { continue };
+            let Some(pf) = p.as_post_filter() else {
+                continue;
+            };
             let (r, s) = pf.post_filter(self, state, pod, snapshot, filtered).await;
             if s.is_success() {
                 return (r, s);
@@ -405,7 +418,9 @@ impl Framework {
             let Some(ps) = p.as_pre_score() else { continue };
             let s = ps.pre_score(state, pod, nodes, snapshot);
             if s.is_skip() {
-                state.skip_score_plugins.insert(p.name());
+                if let Some(i) = self.score.iter().position(|(sp, _)| sp.name() == p.name()) {
+                    state.skip_score |= 1 << i;
+                }
                 continue;
             }
             if !s.is_success() {
@@ -419,7 +434,9 @@ impl Framework {
         !self.score.is_empty()
     }
 
-    /// Score, NormalizeScore and weights for every node; scoring runs in parallel over nodes.
+    /// Score, NormalizeScore and weights for every node. One parallel pass over the nodes
+    /// runs every active Score plugin on each (one hand-off to the pool per cycle, not one per
+    /// plugin); normalization then runs per plugin.
     pub fn run_score(
         &self,
         state: &CycleState,
@@ -429,22 +446,30 @@ impl Framework {
         let active: Vec<&(P, i64)> = self
             .score
             .iter()
-            .filter(|(p, _)| !state.skip_score_plugins.contains(p.name()))
+            .enumerate()
+            .filter(|(i, _)| state.skip_score & (1 << i) == 0)
+            .map(|(_, s)| s)
             .collect();
-        // One row per plugin, one column per node.
-        let raw: Vec<Result<Vec<i64>, Status>> = active
+        let scorers: Vec<&dyn ScorePlugin> = active
             .iter()
-            .map(|(p, _)| {
-                let sp = p.as_score().expect("listed at Score");
-                let scores = self.ctx.parallelizer.map(nodes.len(), |i| {
-                    sp.score(state, pod, &nodes[i])
-                });
-                scores
-                    .into_iter()
-                    .map(|(v, s)| if s.is_success() { Ok(v) } else { Err(s.with_plugin(p.name())) })
-                    .collect()
-            })
+            .map(|(p, _)| p.as_score().expect("listed at Score"))
             .collect();
+        // Row per node, one raw score per active plugin.
+        let raw: Vec<Result<Vec<i64>, Status>> = self.ctx.parallelizer.map(nodes.len(), |n| {
+            scorers
+                .iter()
+                .zip(&active)
+                .map(|(sp, (p, _))| {
+                    let (v, s) = sp.score(state, pod, &nodes[n]);
+                    if s.is_success() {
+                        Ok(v)
+                    } else {
+                        Err(s.with_plugin(p.name()))
+                    }
+                })
+                .collect()
+        });
+        let raw: Vec<Vec<i64>> = raw.into_iter().collect::<Result<_, _>>()?;
         let mut out: Vec<NodePluginScores> = nodes
             .iter()
             .map(|n| NodePluginScores {
@@ -453,17 +478,15 @@ impl Framework {
                 total_score: 0,
             })
             .collect();
-        for ((p, weight), row) in active.iter().zip(raw) {
-            let row = row?;
+        for (k, ((p, weight), sp)) in active.iter().zip(&scorers).enumerate() {
             let mut ns: Vec<NodeScore> = nodes
                 .iter()
-                .zip(row)
-                .map(|(n, score)| NodeScore {
+                .zip(&raw)
+                .map(|(n, row)| NodeScore {
                     name: n.node_name().to_string(),
-                    score,
+                    score: row[k],
                 })
                 .collect();
-            let sp = p.as_score().expect("listed at Score");
             let s = sp.normalize_score(state, pod, &mut ns);
             if !s.is_success() {
                 return Err(s.with_plugin(p.name()));
@@ -547,7 +570,11 @@ impl Framework {
                 if s.is_skip() {
                     continue;
                 }
-                return if s.is_success() { s } else { s.with_plugin(p.name()) };
+                return if s.is_success() {
+                    s
+                } else {
+                    s.with_plugin(p.name())
+                };
             }
         }
         Status::skip()

@@ -35,8 +35,7 @@ impl Snapshot {
         let mut s = Snapshot::default();
         for info in infos {
             let info = Arc::new(info);
-            s.used_pvc_set
-                .extend(info.pvc_ref_counts.keys().cloned());
+            s.used_pvc_set.extend(info.pvc_ref_counts.keys().cloned());
             if !info.pods_with_affinity.is_empty() {
                 s.have_pods_with_affinity_list.push(info.clone());
             }

@@ -826,6 +826,10 @@ fn may_help_cross_topology(q: &QueuedPodInfo, pod: &PodInfo) -> bool {
 }
 
 impl PodNominator for SchedulingQueue {
+    fn has_nominated_pods(&self) -> bool {
+        !self.nominator.read().is_empty()
+    }
+
     fn nominated_pods_for_node(&self, node_name: &str) -> Vec<Arc<PodInfo>> {
         self.nominator.read().pods_for_node(node_name)
     }

@@ -76,6 +76,11 @@ impl Nominator {
         self.add(new, kept.as_deref());
     }
 
+    /// Whether no pod is nominated anywhere (the common case: Filter then skips the lookup).
+    pub fn is_empty(&self) -> bool {
+        self.node_of.is_empty()
+    }
+
     pub fn pods_for_node(&self, node: &str) -> Vec<Arc<PodInfo>> {
         self.by_node.get(node).cloned().unwrap_or_default()
     }

@@ -116,6 +116,7 @@ pub fn find_nodes_that_fit(
         return Ok((feasible, diagnosis));
     }
 
+    let nominations = fw.ctx.nominator().is_some_and(|n| n.has_nominated_pods());
     let mut feasible: Vec<Arc<NodeInfo>> = Vec::with_capacity(to_find);
     let mut processed = 0;
     while processed < total && feasible.len() < to_find {
@@ -125,7 +126,11 @@ pub fn find_nodes_that_fit(
         let chunk = (want + want / 4 + 16).min(total - processed);
         let results = fw.parallelizer().map(chunk, |i| {
             let node = &nodes[(start + processed + i) % total];
-            fw.run_filter_with_nominated_pods(state, pod, node)
+            if nominations {
+                fw.run_filter_with_nominated_pods(state, pod, node)
+            } else {
+                fw.run_filter(state, pod, node)
+            }
         });
         for (i, status) in results.into_iter().enumerate() {
             let node = &nodes[(start + processed + i) % total];
