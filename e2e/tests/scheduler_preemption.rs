@@ -184,8 +184,22 @@ async fn preemption_policy_never_waits(api: &ApiServer, ns: &str) {
     );
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn preemption_follows_priorities_and_budgets() {
+/// The cases: (namespace, the nodes it creates).
+const CASES: [(&str, &[&str]); 3] = [
+    ("never", &["pn-1"]),
+    ("basic", &["pe-1"]),
+    ("budget", &["pd-a", "pd-b"]),
+];
+
+/// Cases that fail today, with why; they run in the ignored test below until fixed.
+const KNOWN_FAILING: &[(&str, &str)] = &[];
+
+fn known_failing(name: &str) -> bool {
+    KNOWN_FAILING.iter().any(|(n, _)| *n == name)
+}
+
+/// Runs the cases `pick` selects against one apiserver and one scheduler, each to the end.
+async fn run_cases(pick: impl Fn(&str) -> bool) {
     let dir = tempfile::tempdir().unwrap();
     let api = ApiServer::start(&dir.path().join("apiserver"), Backend::Embedded)
         .await
@@ -196,12 +210,7 @@ async fn preemption_follows_priorities_and_budgets() {
     sched::create_priority_class(&api, "low", 10).await;
     sched::create_priority_class(&api, "high", 1000).await;
     let mut failed = vec![];
-    let cases: [(&str, &[&str]); 3] = [
-        ("never", &["pn-1"]),
-        ("basic", &["pe-1"]),
-        ("budget", &["pd-a", "pd-b"]),
-    ];
-    for (ns, nodes) in cases {
+    for (ns, nodes) in CASES.into_iter().filter(|(ns, _)| pick(ns)) {
         sched::create_namespace(&api, ns).await;
         let case = async {
             match ns {
@@ -223,4 +232,15 @@ async fn preemption_follows_priorities_and_budgets() {
         "failing cases: {failed:?} (their panics are above)\n----- kube-scheduler log -----\n{}",
         scheduler.logs()
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn preemption_follows_priorities_and_budgets() {
+    run_cases(|ns| !known_failing(ns)).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "known failures, see KNOWN_FAILING"]
+async fn known_failing_cases() {
+    run_cases(known_failing).await;
 }
