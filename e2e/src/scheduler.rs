@@ -192,6 +192,8 @@ pub struct Node {
     pub taints: Vec<Value>,
     /// `spec.unschedulable` (cordoned).
     pub unschedulable: bool,
+    /// `status.images`: (name, size in bytes) of images the kubelet reports as present.
+    pub images: Vec<(String, i64)>,
 }
 
 impl Node {
@@ -207,6 +209,7 @@ impl Node {
             labels: vec![("kubernetes.io/hostname".into(), name.into())],
             taints: vec![],
             unschedulable: false,
+            images: vec![],
         }
     }
 
@@ -226,6 +229,12 @@ impl Node {
     pub fn taint(mut self, key: &str, value: &str, effect: &str) -> Self {
         self.taints
             .push(json!({"key": key, "value": value, "effect": effect}));
+        self
+    }
+
+    /// Reports `image` (of `size` bytes) as present on the node.
+    pub fn image(mut self, image: &str, size: i64) -> Self {
+        self.images.push((image.into(), size));
         self
     }
 
@@ -254,11 +263,17 @@ impl Node {
             .iter()
             .map(|(k, v)| (k.clone(), json!(v)))
             .collect();
+        let images: Vec<Value> = self
+            .images
+            .iter()
+            .map(|(name, size)| json!({"names": [name], "sizeBytes": size}))
+            .collect();
         json!({"status": {
             "capacity": resources,
             "allocatable": resources,
             "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
                             "message": "kubelet is posting ready status"}],
+            "images": images,
         }})
     }
 

@@ -106,6 +106,17 @@ fn required_zone(name: &str, operator: &str, zones: &[&str]) -> Value {
     )
 }
 
+/// A pod asking for `count` of the extended resource `example.com/gpu` (requests must equal
+/// limits for extended resources).
+fn gpus(name: &str, count: u32) -> Value {
+    let gpus = json!({ "example.com/gpu": count.to_string() });
+    with(
+        pod(name),
+        "/spec/containers/0/resources",
+        json!({"requests": gpus, "limits": gpus}),
+    )
+}
+
 fn zoned(name: &str, zone: &str) -> Node {
     Node::new(name).label("zone", zone)
 }
@@ -273,6 +284,53 @@ fn cases() -> Vec<Case> {
                          preemption: 0/2 nodes are available: 2 No preemption victims found for \
                          incoming pod.",
                     ),
+                ),
+            ],
+        },
+        Case {
+            name: "extended-resources",
+            steps: vec![
+                AddNode(Node::new("er-gpu").resource("example.com/gpu", "2")),
+                AddNode(Node::new("er-plain")),
+                Pod(gpus("one-gpu", 1), On("er-gpu")),
+                Pod(
+                    gpus("three-gpus", 3),
+                    Unschedulable(
+                        "0/2 nodes are available: 2 Insufficient example.com/gpu. preemption: 0/2 \
+                         nodes are available: 2 No preemption victims found for incoming pod.",
+                    ),
+                ),
+            ],
+        },
+        Case {
+            name: "node-affinity-match-fields",
+            steps: vec![
+                AddNode(Node::new("mf-1")),
+                AddNode(Node::new("mf-2")),
+                // How the DaemonSet controller pins its pods.
+                Pod(
+                    with(
+                        pod("pinned"),
+                        "/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution",
+                        json!({"nodeSelectorTerms": [{"matchFields": [
+                            {"key": "metadata.name", "operator": "In", "values": ["mf-2"]}]}]}),
+                    ),
+                    On("mf-2"),
+                ),
+            ],
+        },
+        Case {
+            name: "image-locality",
+            steps: vec![
+                AddNode(Node::new("il-cached").image("example.com/big:1.0", 500 * 1024 * 1024)),
+                AddNode(Node::new("il-empty")),
+                Pod(
+                    with(
+                        pod("big"),
+                        "/spec/containers/0/image",
+                        json!("example.com/big:1.0"),
+                    ),
+                    On("il-cached"),
                 ),
             ],
         },
