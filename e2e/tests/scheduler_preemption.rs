@@ -160,6 +160,34 @@ async fn a_budget_steers_preemption_to_the_other_node(api: &ApiServer, ns: &str)
     );
 }
 
+async fn only_the_lowest_priority_victims_needed_are_evicted(api: &ApiServer, ns: &str) {
+    one_cpu("pr-1").create(api).await;
+    sched::create_pod(api, ns, &prioritized("low", "low", "500m", "low")).await;
+    sched::create_pod(api, ns, &prioritized("mid", "mid", "400m", "mid")).await;
+    sched::wait_for_pod_scheduled(api, ns, "low").await;
+    sched::wait_for_pod_scheduled(api, ns, "mid").await;
+    // Removing both frees 1 cpu; reprieving from the highest priority down keeps mid (600m
+    // left), then low no longer fits beside it: low is the only victim.
+    let preemptor = sched::create_pod(
+        api,
+        ns,
+        &prioritized("preemptor", "high", "500m", "preemptor"),
+    )
+    .await;
+    let victim = wait_for_preemption(api, ns, "preemptor", "low", "pr-1").await;
+    assert_marked_as_victim(api, ns, &victim, &preemptor).await;
+    let mid = sched::get_pod(api, ns, "mid").await.unwrap();
+    assert!(
+        mid["metadata"]["deletionTimestamp"].is_null(),
+        "the reprieved pod was preempted: {mid}"
+    );
+    sched::force_delete_pod(api, ns, "low").await;
+    assert_eq!(
+        sched::wait_for_pod_scheduled(api, ns, "preemptor").await,
+        "pr-1"
+    );
+}
+
 async fn preemption_policy_never_waits(api: &ApiServer, ns: &str) {
     one_cpu("pn-1").create(api).await;
     sched::create_pod(api, ns, &prioritized("victim", "low", "800m", "victim")).await;
@@ -185,9 +213,10 @@ async fn preemption_policy_never_waits(api: &ApiServer, ns: &str) {
 }
 
 /// The cases: (namespace, the nodes it creates).
-const CASES: [(&str, &[&str]); 3] = [
+const CASES: [(&str, &[&str]); 4] = [
     ("never", &["pn-1"]),
     ("basic", &["pe-1"]),
+    ("reprieve", &["pr-1"]),
     ("budget", &["pd-a", "pd-b"]),
 ];
 
@@ -208,6 +237,7 @@ async fn run_cases(pick: impl Fn(&str) -> bool) {
         .await
         .unwrap();
     sched::create_priority_class(&api, "low", 10).await;
+    sched::create_priority_class(&api, "mid", 500).await;
     sched::create_priority_class(&api, "high", 1000).await;
     let mut failed = vec![];
     for (ns, nodes) in CASES.into_iter().filter(|(ns, _)| pick(ns)) {
@@ -216,6 +246,7 @@ async fn run_cases(pick: impl Fn(&str) -> bool) {
             match ns {
                 "never" => preemption_policy_never_waits(&api, ns).await,
                 "basic" => preempts_the_lower_priority_pod(&api, ns).await,
+                "reprieve" => only_the_lowest_priority_victims_needed_are_evicted(&api, ns).await,
                 _ => a_budget_steers_preemption_to_the_other_node(&api, ns).await,
             }
         };
