@@ -9,6 +9,7 @@
 //! its deletionTimestamp.
 
 use e2e::apiserver::{ApiServer, Backend};
+use e2e::kubectl::Kubectl;
 use e2e::scheduler::{self as sched, Node, Scheduler, pod_requesting, set};
 use futures::FutureExt;
 use serde_json::{Value, json};
@@ -102,7 +103,7 @@ async fn assert_marked_as_victim(api: &ApiServer, ns: &str, victim: &Value, pree
     );
 }
 
-async fn preempts_the_lower_priority_pod(api: &ApiServer, ns: &str) {
+async fn preempts_the_lower_priority_pod(api: &ApiServer, kubectl: &Kubectl, ns: &str) {
     one_cpu("pe-1").create(api).await;
     sched::create_pod(api, ns, &prioritized("victim", "low", "800m", "victim")).await;
     assert_eq!(
@@ -117,6 +118,16 @@ async fn preempts_the_lower_priority_pod(api: &ApiServer, ns: &str) {
     .await;
     let victim = wait_for_preemption(api, ns, "preemptor", "victim", "pe-1").await;
     assert_marked_as_victim(api, ns, &victim, &preemptor).await;
+    let nominated = kubectl.ok(&[
+        "get",
+        "pod",
+        "preemptor",
+        "-n",
+        ns,
+        "-o",
+        "jsonpath={.status.nominatedNodeName}",
+    ]);
+    assert_eq!(nominated, "pe-1", "kubectl's view of the nomination");
     // Playing the kubelet: the victim's containers are gone.
     sched::force_delete_pod(api, ns, "victim").await;
     assert_eq!(
@@ -236,6 +247,7 @@ async fn run_cases(pick: impl Fn(&str) -> bool) {
     let scheduler = Scheduler::start(&dir.path().join("scheduler"), &api, None, &[])
         .await
         .unwrap();
+    let kubectl = Kubectl::for_apiserver(dir.path(), &api);
     sched::create_priority_class(&api, "low", 10).await;
     sched::create_priority_class(&api, "mid", 500).await;
     sched::create_priority_class(&api, "high", 1000).await;
@@ -245,7 +257,7 @@ async fn run_cases(pick: impl Fn(&str) -> bool) {
         let case = async {
             match ns {
                 "never" => preemption_policy_never_waits(&api, ns).await,
-                "basic" => preempts_the_lower_priority_pod(&api, ns).await,
+                "basic" => preempts_the_lower_priority_pod(&api, &kubectl, ns).await,
                 "reprieve" => only_the_lowest_priority_victims_needed_are_evicted(&api, ns).await,
                 _ => a_budget_steers_preemption_to_the_other_node(&api, ns).await,
             }
