@@ -33,6 +33,8 @@ enum Expect {
     /// Bound to the node this pod is on.
     With(&'static str),
     /// FailedScheduling with this message, in the event and in the PodScheduled condition.
+    /// Upstream's FitError appends the PostFilter message as " %v", without a period of its
+    /// own: the preemption message already ends with one.
     Unschedulable(&'static str),
     /// Not bound and no scheduling event for a while.
     Pending,
