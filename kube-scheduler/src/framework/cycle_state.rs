@@ -2,7 +2,6 @@
 //! read by Filter/Score on every node (in parallel), cloned for preemption's dry runs.
 
 use std::any::Any;
-use std::collections::HashMap;
 
 /// Data a plugin keeps for one scheduling cycle; cloned when preemption simulates removals.
 pub trait StateData: Any + Send + Sync {
@@ -23,10 +22,12 @@ impl<T: Any + Send + Sync + Clone> StateData for T {
     }
 }
 
-/// The state of one scheduling cycle, keyed by plugin-chosen names.
+/// The state of one scheduling cycle, keyed by plugin-chosen names. A short list searched
+/// linearly: a cycle holds a dozen entries, read on every node by every plugin, where hashing
+/// each key would cost more than comparing a few.
 #[derive(Default)]
 pub struct CycleState {
-    data: HashMap<&'static str, Box<dyn StateData>>,
+    data: Vec<(&'static str, Box<dyn StateData>)>,
     /// Filter plugins (bit = position in the profile's Filter list) whose PreFilter returned
     /// Skip: not run this cycle. A mask, since it is read for every plugin on every node.
     pub skip_filter: u64,
@@ -42,22 +43,34 @@ impl CycleState {
         Self::default()
     }
 
+    fn position(&self, key: &str) -> Option<usize> {
+        self.data
+            .iter()
+            .position(|(k, _)| std::ptr::eq(*k, key) || *k == key)
+    }
+
     pub fn write<T: StateData>(&mut self, key: &'static str, value: T) {
-        self.data.insert(key, Box::new(value));
+        match self.position(key) {
+            Some(i) => self.data[i].1 = Box::new(value),
+            None => self.data.push((key, Box::new(value))),
+        }
     }
 
     pub fn read<T: 'static>(&self, key: &str) -> Option<&T> {
-        let data: &dyn StateData = &**self.data.get(key)?;
+        let data: &dyn StateData = &*self.data[self.position(key)?].1;
         data.as_any().downcast_ref()
     }
 
     pub fn read_mut<T: 'static>(&mut self, key: &str) -> Option<&mut T> {
-        let data: &mut dyn StateData = &mut **self.data.get_mut(key)?;
+        let i = self.position(key)?;
+        let data: &mut dyn StateData = &mut *self.data[i].1;
         data.as_any_mut().downcast_mut()
     }
 
     pub fn delete(&mut self, key: &str) {
-        self.data.remove(key);
+        if let Some(i) = self.position(key) {
+            self.data.swap_remove(i);
+        }
     }
 }
 

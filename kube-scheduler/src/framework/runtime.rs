@@ -17,13 +17,8 @@ use std::time::Duration;
 
 type P = Arc<dyn Plugin>;
 
-/// A node's score from each Score plugin, weighted, and their total.
-#[derive(Debug, Clone, Default)]
-pub struct NodePluginScores {
-    pub name: String,
-    pub scores: Vec<(&'static str, i64)>,
-    pub total_score: i64,
-}
+/// Score plugins run together per node in one parallel pass (more run in further passes).
+const MAX_SCORE_PLUGINS_PER_PASS: usize = 16;
 
 pub struct Framework {
     pub profile_name: String,
@@ -434,79 +429,78 @@ impl Framework {
         !self.score.is_empty()
     }
 
-    /// Score, NormalizeScore and weights for every node. One parallel pass over the nodes
-    /// runs every active Score plugin on each (one hand-off to the pool per cycle, not one per
-    /// plugin); normalization then runs per plugin.
+    /// Score, NormalizeScore and weights for every node: the weighted total per node, in
+    /// `nodes` order. One parallel pass over the nodes runs every active Score plugin on each
+    /// (one hand-off to the pool per cycle, not one per plugin), into one flat table.
     pub fn run_score(
         &self,
         state: &CycleState,
         pod: &PodInfo,
         nodes: &[Arc<NodeInfo>],
-    ) -> Result<Vec<NodePluginScores>, Status> {
-        let active: Vec<&(P, i64)> = self
+    ) -> Result<Vec<i64>, Status> {
+        let active: Vec<(&'static str, &dyn ScorePlugin, i64)> = self
             .score
             .iter()
             .enumerate()
             .filter(|(i, _)| state.skip_score & (1 << i) == 0)
-            .map(|(_, s)| s)
+            .map(|(_, (p, w))| (p.name(), p.as_score().expect("listed at Score"), *w))
             .collect();
-        let scorers: Vec<&dyn ScorePlugin> = active
-            .iter()
-            .map(|(p, _)| p.as_score().expect("listed at Score"))
-            .collect();
-        // Row per node, one raw score per active plugin.
-        let raw: Vec<Result<Vec<i64>, Status>> = self.ctx.parallelizer.map(nodes.len(), |n| {
-            scorers
-                .iter()
-                .zip(&active)
-                .map(|(sp, (p, _))| {
-                    let (v, s) = sp.score(state, pod, &nodes[n]);
-                    if s.is_success() {
-                        Ok(v)
-                    } else {
-                        Err(s.with_plugin(p.name()))
+        let width = active.len();
+        let mut totals = vec![0i64; nodes.len()];
+        if width == 0 {
+            return Ok(totals);
+        }
+        // Node-major: row n holds node n's raw score from each active plugin.
+        let rows: Vec<Result<[i64; MAX_SCORE_PLUGINS_PER_PASS], Status>> = active
+            .chunks(MAX_SCORE_PLUGINS_PER_PASS)
+            .flat_map(|group| {
+                self.ctx.parallelizer.map(nodes.len(), |n| {
+                    let mut row = [0i64; MAX_SCORE_PLUGINS_PER_PASS];
+                    for (slot, (name, sp, _)) in row.iter_mut().zip(group) {
+                        let (v, s) = sp.score(state, pod, &nodes[n]);
+                        if !s.is_success() {
+                            return Err(s.with_plugin(name));
+                        }
+                        *slot = v;
                     }
+                    Ok(row)
                 })
-                .collect()
-        });
-        let raw: Vec<Vec<i64>> = raw.into_iter().collect::<Result<_, _>>()?;
-        let mut out: Vec<NodePluginScores> = nodes
-            .iter()
-            .map(|n| NodePluginScores {
-                name: n.node_name().to_string(),
-                scores: Vec::with_capacity(active.len()),
-                total_score: 0,
             })
             .collect();
-        for (k, ((p, weight), sp)) in active.iter().zip(&scorers).enumerate() {
-            let mut ns: Vec<NodeScore> = nodes
-                .iter()
-                .zip(&raw)
-                .map(|(n, row)| NodeScore {
-                    name: n.node_name().to_string(),
-                    score: row[k],
-                })
-                .collect();
+        let rows: Vec<[i64; MAX_SCORE_PLUGINS_PER_PASS]> =
+            rows.into_iter().collect::<Result<_, _>>()?;
+        // Names are cloned once per cycle, then each plugin normalizes the same list in turn.
+        let mut ns: Vec<NodeScore> = nodes
+            .iter()
+            .map(|n| NodeScore {
+                name: n.node_name().to_string(),
+                score: 0,
+            })
+            .collect();
+        for (k, (name, sp, weight)) in active.iter().enumerate() {
+            let (group, col) = (
+                k / MAX_SCORE_PLUGINS_PER_PASS,
+                k % MAX_SCORE_PLUGINS_PER_PASS,
+            );
+            let group_rows = &rows[group * nodes.len()..(group + 1) * nodes.len()];
+            for (slot, row) in ns.iter_mut().zip(group_rows) {
+                slot.score = row[col];
+            }
             let s = sp.normalize_score(state, pod, &mut ns);
             if !s.is_success() {
-                return Err(s.with_plugin(p.name()));
+                return Err(s.with_plugin(name));
             }
-            for (slot, n) in out.iter_mut().zip(ns) {
+            for (total, n) in totals.iter_mut().zip(&ns) {
                 if !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(&n.score) {
                     return Err(Status::error(format!(
-                        "plugin {:?} returns an invalid score {}, it should in the range of [{}, {}] after normalizing",
-                        p.name(),
+                        "plugin {name:?} returns an invalid score {}, it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",
                         n.score,
-                        MIN_NODE_SCORE,
-                        MAX_NODE_SCORE
                     )));
                 }
-                let weighted = n.score * weight;
-                slot.scores.push((p.name(), weighted));
-                slot.total_score += weighted;
+                *total += n.score * weight;
             }
         }
-        Ok(out)
+        Ok(totals)
     }
 
     pub fn run_reserve(&self, state: &mut CycleState, pod: &PodInfo, node: &str) -> Status {

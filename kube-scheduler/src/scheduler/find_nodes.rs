@@ -171,23 +171,23 @@ pub fn prioritize_and_select(
     if !s.is_success() {
         return Err(s);
     }
-    let scores = fw.run_score(state, pod, feasible)?;
+    let totals = fw.run_score(state, pod, feasible)?;
     let mut rng = rand::rng();
     let mut best = 0;
     let mut ties = 1u32;
-    for (i, s) in scores.iter().enumerate().skip(1) {
-        let top = scores[best].total_score;
-        if s.total_score > top {
+    for (i, &total) in totals.iter().enumerate().skip(1) {
+        let top = totals[best];
+        if total > top {
             best = i;
             ties = 1;
-        } else if s.total_score == top {
+        } else if total == top {
             ties += 1;
             if rng.random_range(0..ties) == 0 {
                 best = i;
             }
         }
     }
-    Ok(scores[best].name.clone())
+    Ok(feasible[best].node_name().to_string())
 }
 
 /// Upstream's `FitError.Error()`: "0/N nodes are available: <sorted reason histogram>." and

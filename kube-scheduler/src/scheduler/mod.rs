@@ -3,6 +3,8 @@
 //! the queue and the cache.
 
 pub mod binding;
+#[cfg(test)]
+mod cycle_bench;
 pub mod event_handlers;
 pub mod failure;
 pub mod find_nodes;
