@@ -111,6 +111,9 @@ async fn prepare_and_lead(config: &Config, shutdown: CancellationToken) -> anyho
         client: client.clone(),
         recorders,
         pods: pods.lister(),
+        binding_slots: Arc::new(tokio::sync::Semaphore::new(
+            crate::scheduler::MAX_BINDINGS_IN_FLIGHT,
+        )),
     });
     event_handlers::register(&shared, &factory);
     factory.start(&shutdown);

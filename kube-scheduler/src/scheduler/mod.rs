@@ -30,7 +30,14 @@ pub struct Shared {
     pub recorders: HashMap<String, EventRecorder>,
     /// The pod informer's lister: failure handling re-reads the pod before requeueing it.
     pub pods: Lister<Pod>,
+    /// Bounds the binding cycles in flight (see [`MAX_BINDINGS_IN_FLIGHT`]).
+    pub binding_slots: Arc<tokio::sync::Semaphore>,
 }
+
+/// Binding cycles allowed at once. Our client speaks HTTP/1.1, one request per connection, so
+/// every binding in flight holds a TLS connection; unbounded, a slow apiserver made the
+/// scheduler open (and handshake) thousands. When all are busy the scheduling loop waits.
+pub const MAX_BINDINGS_IN_FLIGHT: usize = 64;
 
 /// The scheduling loop's own state (only it touches the snapshot and the start index).
 pub struct Scheduler {

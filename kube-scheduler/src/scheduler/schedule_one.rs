@@ -40,10 +40,12 @@ impl Scheduler {
             Ok(node) => match self.assume_and_reserve(&fw, &mut state, &pod, &node) {
                 Ok(assumed) => {
                     let shared = self.shared.clone();
+                    let slot = shared.binding_slots.clone().acquire_owned().await;
                     tokio::spawn(async move {
                         shared
                             .binding_cycle(fw, state, qpi, assumed, node, start, scheduling_cycle)
                             .await;
+                        drop(slot);
                     });
                 }
                 Err(status) => {
