@@ -272,14 +272,16 @@ impl Cache {
 
     /// A bound pod seen by the informer. An assumed pod is confirmed (and moved, if it was
     /// bound elsewhere than assumed); a pod the cache no longer has (expired) is added back.
-    pub fn add_pod(&self, pod: Arc<Pod>) {
+    /// Returns the pod's info (the queue's events reuse it).
+    pub fn add_pod(&self, pod: Arc<Pod>) -> Option<Arc<PodInfo>> {
         let uid = pod_uid(&pod).to_string();
         let node = pod_node_name(&pod).to_string();
         if node.is_empty() {
             tracing::debug!(pod = %pod_ref(&pod), "ignoring a pod not bound to a node");
-            return;
+            return None;
         }
         let info = Arc::new(PodInfo::new(pod));
+        let returned = info.clone();
         let mut g = self.inner.lock();
         let inner = &mut *g;
         let current = inner.pods.get(&uid).map(|s| s.pod.node_name().to_string());
@@ -300,6 +302,7 @@ impl Cache {
                 tracing::error!(pod = %info.key, uid, "pod was already in added state");
             }
         }
+        Some(returned)
     }
 
     pub fn update_pod(&self, old: &Pod, new: Arc<Pod>) {

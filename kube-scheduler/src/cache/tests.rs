@@ -287,7 +287,9 @@ fn assume_confirm_forget_expire() {
                     cache.finish_binding_at(&pod_info(bound(p, n, "100m")), start)
                 }
                 Forget(p, n) => cache.forget_pod(&pod_info(bound(p, n, "100m"))),
-                Add(p, n) => cache.add_pod(Arc::new(bound(p, n, "100m"))),
+                Add(p, n) => {
+                    cache.add_pod(Arc::new(bound(p, n, "100m")));
+                }
                 Remove(p, n) => cache.remove_pod(&bound(p, n, "100m")),
                 Cleanup(after) => cache.cleanup_assumed_pods(start + after),
             }

@@ -434,7 +434,7 @@ impl SchedulingQueue {
             let qpi = stored.clone();
             self.nominator.write().update(old, &new_info);
             let old_any: &dyn Any = old;
-            let new_any: &dyn Any = &*new;
+            let new_any: &dyn Any = &new;
             for e in &events {
                 let strategy =
                     self.hints
@@ -594,7 +594,7 @@ impl SchedulingQueue {
         if !self.hints.is_event_of_interest(&events::ASSIGNED_POD_ADD) {
             return;
         }
-        let new: &dyn Any = &*pod.pod;
+        let new: &dyn Any = &pod.pod;
         self.move_pods(
             &mut st,
             |q| may_help_cross_topology(q, pod),
@@ -618,7 +618,7 @@ impl SchedulingQueue {
         );
         let all = scale_down.covers(&event);
         let old_any: &dyn Any = old;
-        let new_any: &dyn Any = &*new.pod;
+        let new_any: &dyn Any = &new.pod;
         self.move_pods(
             &mut st,
             |q| all || may_help_cross_topology(q, new),

@@ -41,8 +41,9 @@ impl Shared {
 
     fn on_pod_add(&self, pod: &Arc<Pod>) {
         if assigned(pod) {
-            self.cache.add_pod(pod.clone());
-            self.queue.assigned_pod_added(&PodInfo::new(pod.clone()));
+            if let Some(info) = self.cache.add_pod(pod.clone()) {
+                self.queue.assigned_pod_added(&info);
+            }
         } else if self.responsible_for(pod) {
             self.queue.add(pod.clone());
         }
@@ -61,8 +62,9 @@ impl Shared {
                 if self.responsible_for(old) {
                     self.queue.delete(old);
                 }
-                self.cache.add_pod(new.clone());
-                self.queue.assigned_pod_added(&PodInfo::new(new.clone()));
+                if let Some(info) = self.cache.add_pod(new.clone()) {
+                    self.queue.assigned_pod_added(&info);
+                }
             }
             (true, false) => {
                 self.cache.remove_pod(old);
