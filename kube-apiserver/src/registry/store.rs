@@ -377,25 +377,25 @@ impl ResourceStore {
                 }
             }
             self.carry_system_fields(&mut new, old);
-            validate::default(&self.strategy, &mut new).map_err(|errs| self.invalid(name, errs))?;
-            self.strategy.prepare_for_update(&mut new, old, part);
-            if let (Some(services), Part::Main, false) = (&self.services, part, self.dry_run) {
-                services.reconcile_update(&mut new, old).await?;
-            }
-            if let Some(tracker) = &self.tracker {
-                tracker.track(&mut new, Some(old));
-            }
-            let errs = if part == Part::Binding {
-                // Only the binding may set nodeName: validate the rest against an old object
-                // that already has it.
-                let mut bound = old.clone();
-                bound["spec"]["nodeName"] = new["spec"]["nodeName"].clone();
-                validate::on_update(&self.strategy, &new, &bound)
+            if part == Part::Binding {
+                // The binding storage writes nodeName and the PodScheduled condition as given,
+                // as upstream's: no pod defaulting, managedFields or update validation (which
+                // forbids nodeName changes); the binding request itself was admitted.
+                self.strategy.prepare_for_update(&mut new, old, part);
             } else {
-                validate::on_update(&self.strategy, &new, old)
-            };
-            if !errs.is_empty() {
-                return Err(self.invalid(name, errs));
+                validate::default(&self.strategy, &mut new)
+                    .map_err(|errs| self.invalid(name, errs))?;
+                self.strategy.prepare_for_update(&mut new, old, part);
+                if let (Some(services), Part::Main, false) = (&self.services, part, self.dry_run) {
+                    services.reconcile_update(&mut new, old).await?;
+                }
+                if let Some(tracker) = &self.tracker {
+                    tracker.track(&mut new, Some(old));
+                }
+                let errs = validate::on_update(&self.strategy, &new, old);
+                if !errs.is_empty() {
+                    return Err(self.invalid(name, errs));
+                }
             }
             self.admission_check(Some(&new), Some(old)).await?;
             let new = self.to_storage_version(new).await?;
