@@ -217,8 +217,10 @@ pub fn fit_error_message(num_all_nodes: usize, d: &Diagnosis) -> String {
             msg.push_str(&format!(" {}.", reasons.join(", ")));
         }
     }
+    // The PostFilter message ends in its own period (upstream v1.33 adds none here).
     if !d.post_filter_msg.is_empty() {
-        msg.push_str(&format!(" {}.", d.post_filter_msg));
+        msg.push(' ');
+        msg.push_str(&d.post_filter_msg);
     }
     msg
 }
@@ -267,7 +269,7 @@ mod tests {
         assert_eq!(
             fit_error_message(3, &d),
             "0/3 nodes are available: 1 node(s) had untolerated taint {k: v}, 2 Insufficient cpu. \
-             preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.."
+             preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
         );
         let d = Diagnosis {
             pre_filter_msg: "pod has unbound immediate PersistentVolumeClaims".into(),
