@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs a local cluster from this checkout. Today that is the apiserver alone, on its embedded
-# store (the other components and containerd join as their issues land); it generates everything
+# Runs a local cluster from this checkout. Today that is the apiserver, on its embedded store, and
+# the scheduler (the other components and containerd join as their issues land); it generates everything
 # under one folder (certificates, data, logs),
 # writes an admin kubeconfig the real kubectl can use, and stops everything on Ctrl-C or SIGTERM.
 #
@@ -30,7 +30,7 @@ dir=$(cd "$dir" && pwd)
 "$root/hack/install-deps.sh"
 
 echo "building release binaries..."
-(cd "$root" && cargo build --release --locked -p kube-apiserver -p kubectl)
+(cd "$root" && cargo build --release --locked -p kube-apiserver -p kube-scheduler -p kubectl)
 bin="$root/target/release"
 
 mkdir -p "$dir/logs" "$dir/certs" "$dir/data"
@@ -97,6 +97,12 @@ contexts:
     user: admin
 current-context: local
 KUBECONFIG
+
+# The scheduler talks to the apiserver with the admin's kubeconfig (its own client
+# certificate arrives with the PKI of the full local cluster).
+"$bin/kube-scheduler" --kubeconfig="$dir/admin.kubeconfig" --leader-elect=false \
+  --secure-port=0 >"$dir/logs/kube-scheduler.log" 2>&1 &
+pids+=($!)
 
 cat <<MSG
 Local cluster is running (logs in $dir/logs).
