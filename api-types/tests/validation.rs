@@ -362,6 +362,20 @@ fn updates() {
     assert!(msg.starts_with("spec: Forbidden: pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)"), "{msg}");
     assert!(msg.contains("spec.restartPolicy"), "{msg}");
 
+    // Scheduling gates: removing one releases the pod; adding one is refused.
+    let mut gated = old.clone();
+    gated["spec"]["schedulingGates"] = json!([{"name": "a"}, {"name": "b"}]);
+    let mut ungated = gated.clone();
+    ungated["spec"]["schedulingGates"] = json!([{"name": "b"}]);
+    let errs = validate_update("", "v1", "Pod", &ungated, &gated);
+    assert!(errs.is_empty(), "{errs}");
+    let mut regated = gated.clone();
+    regated["spec"]["schedulingGates"] = json!([{"name": "a"}, {"name": "b"}, {"name": "c"}]);
+    assert_eq!(
+        messages(&validate_update("", "v1", "Pod", &regated, &gated)),
+        vec!["spec.schedulingGates: Forbidden: only deletion is allowed, but found new scheduling gate 'c'".to_string()]
+    );
+
     let mut raised = old.clone();
     raised["spec"]["activeDeadlineSeconds"] = json!(200);
     assert_eq!(

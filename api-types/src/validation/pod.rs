@@ -353,8 +353,8 @@ fn validate_resources(r: &ResourceRequirements, path: &FieldPath, errs: &mut Err
 }
 
 /// Validates a pod update: metadata rules, the new spec, and that only images,
-/// activeDeadlineSeconds (set or lowered), added tolerations and a negative grace period
-/// raised to 1 changed.
+/// activeDeadlineSeconds (set or lowered), added tolerations, removed scheduling gates and a
+/// negative grace period raised to 1 changed.
 pub fn validate_pod_update(new: &Pod, old: &Pod) -> ErrorList {
     let mut errs =
         validate_object_meta_update(&new.metadata, &old.metadata, &FieldPath::new("metadata"));
@@ -417,6 +417,20 @@ pub fn validate_pod_update(new: &Pod, old: &Pod) -> ErrorList {
         }
     }
 
+    // Scheduling gates may only be removed (what releases a gated pod to the scheduler).
+    let old_gates = old_spec.scheduling_gates.as_deref().unwrap_or_default();
+    for g in new_spec.scheduling_gates.iter().flatten() {
+        if !old_gates.iter().any(|o| o.name == g.name) {
+            errs.push(FieldError::forbidden(
+                &spec_path.child("schedulingGates"),
+                format!(
+                    "only deletion is allowed, but found new scheduling gate '{}'",
+                    g.name
+                ),
+            ));
+        }
+    }
+
     // Copy the changes that are allowed onto the new spec's old counterpart, then any other
     // difference is forbidden.
     let mut munged = new_spec.clone();
@@ -436,6 +450,9 @@ pub fn validate_pod_update(new: &Pod, old: &Pod) -> ErrorList {
     }
     munged.active_deadline_seconds = old_spec.active_deadline_seconds;
     munged.tolerations.clone_from(&old_spec.tolerations);
+    munged
+        .scheduling_gates
+        .clone_from(&old_spec.scheduling_gates);
     if old_spec
         .termination_grace_period_seconds
         .is_some_and(|t| t < 0)
