@@ -734,11 +734,7 @@ async fn clean_up(api: &ApiServer, case: &Case) {
 }
 
 /// Cases that fail today, with why; they run in the ignored test below until fixed.
-const KNOWN_FAILING: &[(&str, &str)] = &[(
-    "scheduling-gates",
-    "the apiserver refuses to remove spec.schedulingGates (422 \"pod updates may not change \
-     fields other than ...\"); upstream allows removing gates",
-)];
+const KNOWN_FAILING: &[(&str, &str)] = &[];
 
 fn known_failing(name: &str) -> bool {
     KNOWN_FAILING.iter().any(|(n, _)| *n == name)
