@@ -6,6 +6,6 @@ pub use k8s_openapi;
 pub mod defaults;
 pub mod fields;
 pub mod labels;
-pub mod resource;
 pub mod registry;
+pub mod resource;
 pub mod validation;
