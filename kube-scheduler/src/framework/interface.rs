@@ -215,7 +215,7 @@ pub trait PreScorePlugin: Send + Sync {
 /// One node's score.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NodeScore {
-    pub name: String,
+    pub name: Arc<str>,
     pub score: i64,
 }
 

@@ -91,6 +91,8 @@ pub struct ImageStateSummary {
 #[derive(Debug, Clone, Default)]
 pub struct NodeInfo {
     pub node: Option<Arc<Node>>,
+    /// The node's name, shared (score lists carry it for every node of every cycle).
+    pub name: Arc<str>,
     pub pods: Vec<Arc<PodInfo>>,
     pub pods_with_affinity: Vec<Arc<PodInfo>>,
     pub pods_with_required_anti_affinity: Vec<Arc<PodInfo>>,
@@ -171,15 +173,15 @@ impl NodeInfo {
     }
 
     pub fn node_name(&self) -> &str {
-        self.node
-            .as_ref()
-            .and_then(|n| n.metadata.name.as_deref())
-            .unwrap_or_default()
+        &self.name
     }
 
     pub fn set_node(&mut self, node: Arc<Node>) {
         self.allocatable =
             Resource::from_list(node.status.as_ref().and_then(|s| s.allocatable.as_ref()));
+        if *self.name != *node.metadata.name.as_deref().unwrap_or_default() {
+            self.name = Arc::from(node.metadata.name.as_deref().unwrap_or_default());
+        }
         self.node = Some(node);
         self.generation += 1;
     }

@@ -473,7 +473,7 @@ impl Framework {
         let mut ns: Vec<NodeScore> = nodes
             .iter()
             .map(|n| NodeScore {
-                name: n.node_name().to_string(),
+                name: n.name.clone(),
                 score: 0,
             })
             .collect();

@@ -502,7 +502,7 @@ mod tests {
         let mut scores: Vec<NodeScore> = infos
             .iter()
             .map(|n| NodeScore {
-                name: n.node_name().to_string(),
+                name: n.name.clone(),
                 score: pl.score(&state, &pi, n).0,
             })
             .collect();

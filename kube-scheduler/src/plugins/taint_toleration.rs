@@ -287,7 +287,7 @@ mod tests {
                 let (score, s) = TaintToleration.score(&state, &pi, n);
                 assert!(s.is_success());
                 NodeScore {
-                    name: n.node_name().to_string(),
+                    name: n.name.clone(),
                     score,
                 }
             })

@@ -31,7 +31,7 @@ mod tests {
         v.iter()
             .enumerate()
             .map(|(i, s)| NodeScore {
-                name: format!("n{i}"),
+                name: format!("n{i}").into(),
                 score: *s,
             })
             .collect()

@@ -353,7 +353,7 @@ fn score_all(pl: &InterPodAffinity, p: &Pod, snap: &Snapshot) -> (Status, Vec<i6
         .node_info_list
         .iter()
         .map(|n| NodeScore {
-            name: n.node_name().to_string(),
+            name: n.name.clone(),
             score: pl.score(&state, &p, n).0,
         })
         .collect();

@@ -213,7 +213,7 @@ impl ScorePlugin for PodTopologySpread {
         let Some(s) = state.read::<PreScoreState>(PRE_SCORE_STATE_KEY) else {
             return not_found();
         };
-        let ignored = |n: &NodeScore| s.ignored_nodes.contains(&n.name);
+        let ignored = |n: &NodeScore| s.ignored_nodes.contains(&*n.name);
         let mut min = i64::MAX;
         let mut max = 0;
         for n in scores.iter().filter(|n| !ignored(n)) {

@@ -415,13 +415,19 @@ fn score_all(
             let (score, st) = pl.score(&state, p, n);
             assert!(st.is_success());
             NodeScore {
-                name: n.node_name().to_string(),
+                name: n.name.clone(),
                 score,
             }
         })
         .collect();
     assert!(pl.normalize_score(&state, p, &mut scores).is_success());
-    (s, scores.into_iter().map(|n| (n.name, n.score)).collect())
+    (
+        s,
+        scores
+            .into_iter()
+            .map(|n| (n.name.to_string(), n.score))
+            .collect(),
+    )
 }
 
 fn owned(v: &[(&str, i64)]) -> Vec<(String, i64)> {
