@@ -257,12 +257,9 @@ mod tests {
     use clap::Parser;
 
     fn config(args: &[&str], file: Option<&str>) -> anyhow::Result<Config> {
-        let dir = std::env::temp_dir().join(format!(
-            "kube-scheduler-config-test-{}-{}",
-            std::process::id(),
-            args.len() + file.map_or(0, str::len)
-        ));
-        std::fs::create_dir_all(&dir)?;
+        // Its own directory per call (tests run in parallel), removed when the config is read.
+        let tmp = tempfile::tempdir()?;
+        let dir = tmp.path();
         let mut argv = vec!["kube-scheduler".to_string()];
         argv.extend(args.iter().map(|s| s.to_string()));
         if let Some(body) = file {
