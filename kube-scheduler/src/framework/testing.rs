@@ -2,10 +2,13 @@
 //! context whose client points nowhere (plugins only list from informers in tests, filled by
 //! hand through their indexers).
 
+use super::cycle_state::CycleState;
+use super::interface::{BindPlugin, Plugin};
 use super::node_info::NodeInfo;
 use super::parallelize::Parallelizer;
 use super::pod_info::PodInfo;
 use super::registry::PluginContext;
+use super::status::Status;
 use client_go_rs::informers::SharedInformerFactory;
 use k8s_openapi::api::core::v1::{
     Container, Node, NodeStatus, PersistentVolumeClaimVolumeSource, Pod, PodSpec,
@@ -116,4 +119,23 @@ pub fn node_info(node: Node, pods: Vec<Pod>) -> NodeInfo {
         info.add_pod(pod_info(p));
     }
     info
+}
+
+/// A Bind plugin that binds nothing and succeeds (a profile needs one), named `TestBinder`.
+pub struct NoopBinder;
+
+impl Plugin for NoopBinder {
+    fn name(&self) -> &'static str {
+        "TestBinder"
+    }
+    fn as_bind(&self) -> Option<&dyn BindPlugin> {
+        Some(self)
+    }
+}
+
+#[async_trait::async_trait]
+impl BindPlugin for NoopBinder {
+    async fn bind(&self, _: &CycleState, _: &PodInfo, _: &str) -> Status {
+        Status::success()
+    }
 }

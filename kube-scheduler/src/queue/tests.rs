@@ -2,12 +2,10 @@ use super::backoff::backoff_duration;
 use super::*;
 use crate::apis::config::ResolvedProfile;
 use crate::framework::events::{ClusterEventWithHint, QueueingHint};
-use crate::framework::testing::{node, pod, pod_info, test_context};
+use crate::framework::testing::{NoopBinder, node, pod, pod_info, test_context};
 use crate::framework::{
-    BindPlugin, Code, CycleState, Plugin, PluginContext, PreEnqueuePlugin, QueueSortPlugin,
-    Registry, Status,
+    Code, Plugin, PluginContext, PreEnqueuePlugin, QueueSortPlugin, Registry, Status,
 };
-use async_trait::async_trait;
 use k8s_openapi::api::core::v1::{
     Affinity, Node, PodAffinity, PodAffinityTerm, PodSchedulingGate, PodStatus,
 };
@@ -106,22 +104,6 @@ impl Plugin for AffinityPlugin {
     }
 }
 
-struct Binder;
-impl Plugin for Binder {
-    fn name(&self) -> &'static str {
-        "TestBinder"
-    }
-    fn as_bind(&self) -> Option<&dyn BindPlugin> {
-        Some(self)
-    }
-}
-#[async_trait]
-impl BindPlugin for Binder {
-    async fn bind(&self, _: &CycleState, _: &PodInfo, _: &str) -> Status {
-        Status::success()
-    }
-}
-
 type Factory = fn(Option<&Value>, &PluginContext) -> Result<Arc<dyn Plugin>, String>;
 
 fn framework() -> Arc<Framework> {
@@ -130,7 +112,7 @@ fn framework() -> Arc<Framework> {
         (scheduling_gates::NAME, |_, _| Ok(Arc::new(Gates))),
         (FIT, |_, _| Ok(Arc::new(Fit))),
         (AFFINITY, |_, _| Ok(Arc::new(AffinityPlugin))),
-        ("TestBinder", |_, _| Ok(Arc::new(Binder))),
+        ("TestBinder", |_, _| Ok(Arc::new(NoopBinder))),
     ];
     let mut registry = Registry::new();
     for (name, f) in plugins {

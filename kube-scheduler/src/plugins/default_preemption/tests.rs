@@ -7,10 +7,10 @@ use super::pdb::{Budget, split_by_violation};
 use super::victims::{NO_VICTIMS_REASON, Victims, select_victims_on_node};
 use super::*;
 use crate::apis::config::{ExtensionPoint, ResolvedProfile};
-use crate::framework::testing::{node, node_info, pod, pod_info, test_context};
+use crate::framework::testing::{NoopBinder, node, node_info, pod, pod_info, test_context};
 use crate::framework::{
-    BindPlugin, FilterPlugin, NodeInfo, PreFilterExtensions, PreFilterPlugin, PreFilterResult,
-    QueueSortPlugin, QueuedPodInfo, Registry,
+    FilterPlugin, NodeInfo, PreFilterExtensions, PreFilterPlugin, PreFilterResult, QueueSortPlugin,
+    QueuedPodInfo, Registry,
 };
 use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
 use k8s_openapi::api::policy::v1::{PodDisruptionBudgetSpec, PodDisruptionBudgetStatus};
@@ -29,22 +29,6 @@ impl Plugin for Sort {
 impl QueueSortPlugin for Sort {
     fn less(&self, a: &QueuedPodInfo, b: &QueuedPodInfo) -> bool {
         a.pod_info.priority() > b.pod_info.priority()
-    }
-}
-
-struct Bind;
-impl Plugin for Bind {
-    fn name(&self) -> &'static str {
-        "TestBind"
-    }
-    fn as_bind(&self) -> Option<&dyn BindPlugin> {
-        Some(self)
-    }
-}
-#[async_trait]
-impl BindPlugin for Bind {
-    async fn bind(&self, _: &CycleState, _: &PodInfo, _: &str) -> Status {
-        Status::success()
     }
 }
 
@@ -163,7 +147,7 @@ fn factory_sort(_: Option<&Value>, _: &PluginContext) -> Result<Arc<dyn Plugin>,
     Ok(Arc::new(Sort))
 }
 fn factory_bind(_: Option<&Value>, _: &PluginContext) -> Result<Arc<dyn Plugin>, String> {
-    Ok(Arc::new(Bind))
+    Ok(Arc::new(NoopBinder))
 }
 fn factory_fit(_: Option<&Value>, _: &PluginContext) -> Result<Arc<dyn Plugin>, String> {
     Ok(Arc::new(Fit))
@@ -175,13 +159,13 @@ fn factory_conflict(_: Option<&Value>, _: &PluginContext) -> Result<Arc<dyn Plug
 fn framework(ctx: &PluginContext) -> Framework {
     let mut registry = Registry::new();
     registry.register("TestSort", factory_sort);
-    registry.register("TestBind", factory_bind);
+    registry.register("TestBinder", factory_bind);
     registry.register("TestFit", factory_fit);
     registry.register("TestConflict", factory_conflict);
     registry.register(NAME, new);
     let profile = ResolvedProfile {
         scheduler_name: "default-scheduler".into(),
-        multi_point: ["TestSort", "TestBind", "TestConflict", "TestFit", NAME]
+        multi_point: ["TestSort", "TestBinder", "TestConflict", "TestFit", NAME]
             .iter()
             .map(|n| (n.to_string(), 0))
             .collect(),
