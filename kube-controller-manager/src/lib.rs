@@ -1,5 +1,6 @@
-//! kube-controller-manager: the control loops. Today it runs the component shell (flags,
-//! `--controllers` resolution, secure serving of health, metrics and configz); the controllers
-//! themselves arrive with their issue.
+//! kube-controller-manager: the control loops, event-driven (shared informers and rate-limited
+//! workqueues), run while holding the leader lease. `app` is the command (options, config,
+//! run); `controller` holds the controllers and what they share.
 
 pub mod app;
+pub mod controller;

@@ -1,8 +1,8 @@
 //! The run phase: serve health, metrics and configz, and (with `--leader-elect`) campaign for
-//! the `kube-system/kube-controller-manager` Lease, running the controllers only while leading
-//! (the controllers arrive with their issue; leading today means holding the lease).
+//! the `kube-system/kube-controller-manager` Lease, running the controllers only while leading.
 
 use super::config::{COMPONENT, Config};
+use super::start;
 use client_go_rs::leaderelection::{LeaseSettings, run_while_leading};
 use component_base::debug::DebugHandlers;
 use component_base::signals::shutdown_on_signals;
@@ -23,7 +23,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         .secure_serving
         .start(COMPONENT, handlers.clone().service(), shutdown.clone())
         .await?;
-    let outcome = lead_and_work(&config, shutdown.clone()).await;
+    let outcome = lead_and_work(&config, &handlers, shutdown.clone()).await;
     // Losing the lease stops the process too, as upstream's scheduler exits then.
     shutdown.cancel();
     handlers.health.mark_shutting_down();
@@ -33,24 +33,36 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     outcome
 }
 
-async fn lead_and_work(config: &Config, shutdown: CancellationToken) -> anyhow::Result<()> {
-    let enabled = config.controllers.clone();
-    let work = move |leading: CancellationToken| async move {
-        tracing::info!(controllers = ?enabled, "leading: the controllers are not implemented yet");
-        leading.cancelled().await;
-    };
-    let le = &config.leader_election;
-    if !le.leader_elect {
-        work(shutdown).await;
-        return Ok(());
-    }
-    let client = client_go_rs::config::component_client(
+async fn lead_and_work(
+    config: &Config,
+    handlers: &DebugHandlers,
+    shutdown: CancellationToken,
+) -> anyhow::Result<()> {
+    let client_config = client_go_rs::config::load_client_config(
         config.client.kubeconfig.as_deref(),
         config.client.master.as_deref(),
+        None,
+    )
+    .await?
+    .with_rate_limit(config.kube_api_qps, config.kube_api_burst)
+    .with_user_agent(client_go_rs::config::default_user_agent(
         COMPONENT,
         component_base::version::GIT_VERSION,
-    )
-    .await?;
+    ));
+    let le = &config.leader_election;
+    if !le.leader_elect {
+        return start::run_controllers(config, client_config, &handlers.health, shutdown).await;
+    }
+    let client = client_config.build_client()?;
+    let health = handlers.health.clone();
+    let failed = std::sync::Arc::new(parking_lot::Mutex::new(None));
+    let failure = failed.clone();
+    let owned = config.clone();
+    let work = move |leading: CancellationToken| async move {
+        if let Err(err) = start::run_controllers(&owned, client_config, &health, leading).await {
+            *failure.lock() = Some(err);
+        }
+    };
     let settings = LeaseSettings {
         namespace: le.leader_elect_resource_namespace.clone(),
         name: le
@@ -61,5 +73,9 @@ async fn lead_and_work(config: &Config, shutdown: CancellationToken) -> anyhow::
         renew_deadline: le.leader_elect_renew_deadline.0,
         retry_period: le.leader_elect_retry_period.0,
     };
-    Ok(run_while_leading(client, &settings, shutdown, work).await?)
+    run_while_leading(client, &settings, shutdown, work).await?;
+    match failed.lock().take() {
+        Some(err) => Err(err),
+        None => Ok(()),
+    }
 }

@@ -1,0 +1,8 @@
+//! ClusterRole aggregation by aggregationRule label selectors.
+
+use super::{ControllerContext, InitResult};
+use futures::future::BoxFuture;
+
+pub fn init(ctx: ControllerContext) -> BoxFuture<'static, InitResult> {
+    super::not_implemented(ctx)
+}

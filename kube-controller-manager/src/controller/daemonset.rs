@@ -1,0 +1,8 @@
+//! DaemonSet: one pod per eligible node.
+
+use super::{ControllerContext, InitResult};
+use futures::future::BoxFuture;
+
+pub fn init(ctx: ControllerContext) -> BoxFuture<'static, InitResult> {
+    super::not_implemented(ctx)
+}

@@ -1,0 +1,8 @@
+//! Endpoints of Services.
+
+use super::{ControllerContext, InitResult};
+use futures::future::BoxFuture;
+
+pub fn init(ctx: ControllerContext) -> BoxFuture<'static, InitResult> {
+    super::not_implemented(ctx)
+}

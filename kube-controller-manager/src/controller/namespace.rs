@@ -1,0 +1,8 @@
+//! Namespace deletion: empties a terminating namespace, then finalizes it.
+
+use super::{ControllerContext, InitResult};
+use futures::future::BoxFuture;
+
+pub fn init(ctx: ControllerContext) -> BoxFuture<'static, InitResult> {
+    super::not_implemented(ctx)
+}

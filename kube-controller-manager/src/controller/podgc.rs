@@ -1,0 +1,8 @@
+//! Pod garbage collection.
+
+use super::{ControllerContext, InitResult};
+use futures::future::BoxFuture;
+
+pub fn init(ctx: ControllerContext) -> BoxFuture<'static, InitResult> {
+    super::not_implemented(ctx)
+}

@@ -1,0 +1,3 @@
+//! What several controllers share, as upstream's `pkg/controller` helpers: expectations,
+//! creating and deleting pods from a template, adopting and releasing by controllerRef, and
+//! ranking pods for deletion.

@@ -1,0 +1,44 @@
+//! The worker loop every queue-driven controller runs: pop a key, sync it, requeue it with
+//! backoff on error, forget its failures on success.
+
+use client_go_rs::workqueue::RateLimitingQueue;
+use std::fmt::Display;
+use std::hash::Hash;
+use tokio_util::sync::CancellationToken;
+
+/// Runs `workers` concurrent workers over `queue` until `shutdown`, then shuts the queue down
+/// and waits for the in-flight syncs. A key is never synced by two workers at once (the
+/// queue guarantees it).
+pub async fn run_workers<K, F, Fut>(
+    name: &str,
+    queue: RateLimitingQueue<K>,
+    workers: usize,
+    shutdown: CancellationToken,
+    sync: F,
+) where
+    K: Clone + Eq + Hash + Display + Send + Sync + 'static,
+    F: Fn(K) -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = anyhow::Result<()>> + Send + 'static,
+{
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..workers.max(1) {
+        let queue = queue.clone();
+        let sync = sync.clone();
+        let name = name.to_string();
+        tasks.spawn(async move {
+            while let Some(key) = queue.get().await {
+                match sync(key.clone()).await {
+                    Ok(()) => queue.forget(&key),
+                    Err(err) => {
+                        tracing::warn!(controller = %name, %key, "sync failed, requeued: {err:#}");
+                        queue.add_rate_limited(key.clone());
+                    }
+                }
+                queue.done(&key);
+            }
+        });
+    }
+    shutdown.cancelled().await;
+    queue.shut_down();
+    while tasks.join_next().await.is_some() {}
+}
