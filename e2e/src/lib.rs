@@ -2,6 +2,7 @@
 //! ports in temp dirs, talk to them over HTTPS, and stop them whatever happens.
 
 pub mod apiserver;
+pub mod bench;
 pub mod controller_manager;
 pub mod daemon;
 pub mod etcd;
