@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs a local cluster from this checkout. Today that is the apiserver, on its embedded store, and
-# the scheduler (the other components and containerd join as their issues land); it generates everything
+# Runs a local cluster from this checkout. Today that is the apiserver, on its embedded store, the
+# scheduler and the controller manager (the kubelet and containerd join as their issue lands); it generates everything
 # under one folder (certificates, data, logs),
 # writes an admin kubeconfig the real kubectl can use, and stops everything on Ctrl-C or SIGTERM.
 #
@@ -30,7 +30,7 @@ dir=$(cd "$dir" && pwd)
 "$root/hack/install-deps.sh"
 
 echo "building release binaries..."
-(cd "$root" && cargo build --release --locked -p kube-apiserver -p kube-scheduler -p kubectl)
+(cd "$root" && cargo build --release --locked -p kube-apiserver -p kube-scheduler -p kube-controller-manager -p kubectl)
 bin="$root/target/release"
 
 mkdir -p "$dir/logs" "$dir/certs" "$dir/data"
@@ -102,6 +102,14 @@ KUBECONFIG
 # certificate arrives with the PKI of the full local cluster).
 "$bin/kube-scheduler" --kubeconfig="$dir/admin.kubeconfig" --leader-elect=false \
   --secure-port=0 >"$dir/logs/kube-scheduler.log" 2>&1 &
+pids+=($!)
+
+# The controller manager publishes the apiserver's CA as kube-root-ca.crt and signs legacy
+# service account tokens with the key the apiserver verifies them with.
+"$bin/kube-controller-manager" --kubeconfig="$dir/admin.kubeconfig" --leader-elect=false \
+  --secure-port=0 --root-ca-file="$dir/certs/apiserver.crt" \
+  --service-account-private-key-file="$dir/certs/service-account.key" \
+  >"$dir/logs/kube-controller-manager.log" 2>&1 &
 pids+=($!)
 
 cat <<MSG
