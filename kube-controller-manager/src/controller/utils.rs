@@ -1,3 +1,8 @@
 //! What several controllers share, as upstream's `pkg/controller` helpers: expectations,
 //! creating and deleting pods from a template, adopting and releasing by controllerRef, and
 //! ranking pods for deletion.
+
+pub mod controller_ref;
+pub mod expectations;
+pub mod pod_control;
+pub mod pods;
