@@ -1,5 +1,7 @@
 //! CronJob: Jobs created on schedule.
 
+mod schedule;
+
 use super::{ControllerContext, InitResult};
 use futures::future::BoxFuture;
 

@@ -1,5 +1,11 @@
 //! Job: pods run to completion.
 
+mod backoff;
+mod conditions;
+mod failure_policy;
+mod indexes;
+mod pods;
+
 use super::{ControllerContext, InitResult};
 use futures::future::BoxFuture;
 
