@@ -1,0 +1,136 @@
+//! One informer per deletable resource, feeding the graph. The set follows discovery: resources
+//! that appear get a monitor, resources that vanish lose theirs.
+
+use super::collector::Shared;
+use super::discovery::Resource;
+use super::graph::{Identity, Observed};
+use client_go_rs::informers::{
+    EventHandlerFuncs, HandlerRegistration, InformerOptions, SharedInformer, SharedInformerFactory,
+};
+use kube::api::DynamicObject;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+struct Monitor {
+    informer: Arc<SharedInformer<DynamicObject>>,
+    registration: HandlerRegistration,
+}
+
+/// The running monitors, by `apiVersion/plural`.
+#[derive(Default)]
+pub struct Monitors {
+    active: HashMap<String, Monitor>,
+}
+
+/// What a sync changed.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Changes {
+    pub added: Vec<String>,
+    pub removed: Vec<String>,
+}
+
+impl Monitors {
+    /// Brings the monitors in line with `wanted`. With `keep_missing` (discovery was partial)
+    /// nothing is removed. Informers added here still need `factory.start`.
+    pub fn sync(
+        &mut self,
+        factory: &SharedInformerFactory,
+        wanted: &[Resource],
+        keep_missing: bool,
+        shared: &Arc<Shared>,
+    ) -> Changes {
+        let mut changes = Changes::default();
+        let wanted_keys: HashSet<String> = wanted.iter().map(Resource::key).collect();
+        for r in wanted {
+            let key = r.key();
+            if self.active.contains_key(&key) {
+                continue;
+            }
+            let informer = factory.dynamic_informer(&r.resource, InformerOptions::default());
+            let registration = informer.add_event_handler(handler(r.clone(), shared.clone()));
+            self.active.insert(
+                key.clone(),
+                Monitor {
+                    informer,
+                    registration,
+                },
+            );
+            changes.added.push(key);
+        }
+        if !keep_missing {
+            let gone: Vec<String> = self
+                .active
+                .keys()
+                .filter(|k| !wanted_keys.contains(*k))
+                .cloned()
+                .collect();
+            for key in gone {
+                if let Some(m) = self.active.remove(&key) {
+                    // The shared factory cannot stop one informer; without our handler it
+                    // no longer feeds the graph.
+                    m.informer.remove_event_handler(m.registration);
+                    changes.removed.push(key);
+                }
+            }
+        }
+        changes.added.sort();
+        changes.removed.sort();
+        changes
+    }
+
+    /// Waits until every monitor has listed once; false on shutdown.
+    pub async fn wait_for_sync(&self, shutdown: &tokio_util::sync::CancellationToken) -> bool {
+        let informers: Vec<_> = self.active.values().map(|m| m.informer.clone()).collect();
+        for informer in informers {
+            if !informer.wait_for_cache_sync(shutdown).await {
+                return false;
+            }
+        }
+        true
+    }
+
+    pub fn len(&self) -> usize {
+        self.active.len()
+    }
+}
+
+fn handler(resource: Resource, shared: Arc<Shared>) -> EventHandlerFuncs<DynamicObject> {
+    let (r_add, r_update, r_delete) = (resource.clone(), resource.clone(), resource);
+    let (s_add, s_update, s_delete) = (shared.clone(), shared.clone(), shared);
+    EventHandlerFuncs::new()
+        .on_add(move |obj, _| {
+            if let Some(o) = observed(&r_add, obj) {
+                s_add.observe(None, &o);
+            }
+        })
+        .on_update(move |old, new| {
+            let old = observed(&r_update, old);
+            if let Some(new) = observed(&r_update, new) {
+                s_update.observe(old.as_ref(), &new);
+            }
+        })
+        .on_delete(move |deleted| {
+            if let Some(o) = observed(&r_delete, deleted.object()) {
+                s_delete.observe_delete(&o.identity);
+            }
+        })
+}
+
+/// What the graph needs of an object; the coordinates come from the monitor, since list items
+/// may carry no apiVersion or kind.
+pub fn observed(resource: &Resource, obj: &DynamicObject) -> Option<Observed> {
+    let m = &obj.metadata;
+    let uid = m.uid.clone().filter(|u| !u.is_empty())?;
+    Some(Observed {
+        identity: Identity {
+            api_version: resource.resource.api_version.clone(),
+            kind: resource.resource.kind.clone(),
+            namespace: m.namespace.clone().unwrap_or_default(),
+            name: m.name.clone().unwrap_or_default(),
+            uid,
+        },
+        owners: m.owner_references.clone().unwrap_or_default(),
+        deleting: m.deletion_timestamp.is_some(),
+        finalizers: m.finalizers.clone().unwrap_or_default(),
+    })
+}
