@@ -98,6 +98,9 @@ impl Strategy {
     /// Sets what create owns: the initial status and generation.
     pub fn prepare_for_create(&self, object: &mut Value) {
         self.normalize(object);
+        if self.is("batch", "jobs") {
+            generate_job_selector(object);
+        }
         if self.tracks_generation {
             meta_mut(object).insert("generation".into(), json!(1));
         } else {
@@ -255,6 +258,39 @@ fn qos_class(pod: &Value) -> &'static str {
         (false, _) => "BestEffort",
         (true, true) => "Guaranteed",
         (true, false) => "Burstable",
+    }
+}
+
+/// A Job without `manualSelector: true` selects its pods by its uid, and its pod template
+/// carries the labels that selector and `kubectl` look for, as upstream's job strategy.
+fn generate_job_selector(job: &mut Value) {
+    if job["spec"]["manualSelector"].as_bool() == Some(true) || !job["spec"].is_object() {
+        return;
+    }
+    let uid = job["metadata"]["uid"].clone();
+    let name = job["metadata"]["name"].clone();
+    if !job["spec"]["template"].is_object() {
+        job["spec"]["template"] = json!({});
+    }
+    if !job["spec"]["template"]["metadata"].is_object() {
+        job["spec"]["template"]["metadata"] = json!({});
+    }
+    if !job["spec"]["template"]["metadata"]["labels"].is_object() {
+        job["spec"]["template"]["metadata"]["labels"] = json!({});
+    }
+    if let Some(labels) = job["spec"]["template"]["metadata"]["labels"].as_object_mut() {
+        for (key, value) in [
+            ("controller-uid", &uid),
+            ("batch.kubernetes.io/controller-uid", &uid),
+            ("job-name", &name),
+            ("batch.kubernetes.io/job-name", &name),
+        ] {
+            labels.entry(key).or_insert_with(|| value.clone());
+        }
+    }
+    if job["spec"]["selector"].is_null() {
+        job["spec"]["selector"] =
+            json!({"matchLabels": {"batch.kubernetes.io/controller-uid": uid}});
     }
 }
 
