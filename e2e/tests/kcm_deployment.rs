@@ -1,0 +1,538 @@
+//! The deployment controller for real: an apiserver, a kube-controller-manager running the
+//! replicaset and deployment controllers, and a task playing the kubelet (every new pod turns
+//! Running and Ready shortly after it appears, except pods of the `never-ready` image). The
+//! rollout commands are the real kubectl's.
+
+use e2e::apiserver::{ApiServer, Backend};
+use e2e::controller_manager::{ControllerManager, list, mark_pod_running_ready, wait_for};
+use e2e::kubectl::Kubectl;
+use e2e::scheduler::{create, create_namespace, get, merge_patch};
+use serde_json::{Value, json};
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tempfile::TempDir;
+
+const NS: &str = "apps";
+/// Pods of this image never become ready.
+const NEVER_READY: &str = "never-ready";
+/// How long the fake kubelet takes to make a pod ready.
+const READY_AFTER: Duration = Duration::from_millis(300);
+
+struct Cluster {
+    api: Arc<ApiServer>,
+    cm: ControllerManager,
+    kubelet: tokio::task::JoinHandle<()>,
+    kubectl: Kubectl,
+    _dir: TempDir,
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        self.kubelet.abort();
+        if std::thread::panicking() {
+            eprintln!(
+                "----- kube-controller-manager log -----\n{}",
+                self.cm.logs()
+            );
+        }
+    }
+}
+
+async fn cluster() -> Cluster {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let api = Arc::new(
+        ApiServer::start(&dir.path().join("apiserver"), Backend::Embedded)
+            .await
+            .expect("apiserver"),
+    );
+    create_namespace(&api, NS).await;
+    let cm = ControllerManager::start(
+        &dir.path().join("kcm"),
+        &api,
+        &["--controllers=replicaset,deployment"],
+    )
+    .await
+    .expect("kube-controller-manager");
+    let kubelet = tokio::spawn(play_kubelet(api.clone()));
+    let kubectl = Kubectl::for_apiserver(dir.path(), &api);
+    Cluster {
+        api,
+        cm,
+        kubelet,
+        kubectl,
+        _dir: dir,
+    }
+}
+
+/// Makes every pod Running and Ready `READY_AFTER` after it was first seen.
+async fn play_kubelet(api: Arc<ApiServer>) {
+    let mut seen: HashMap<String, Instant> = HashMap::new();
+    loop {
+        for pod in list(&api, &format!("/api/v1/namespaces/{NS}/pods")).await {
+            let uid = pod["metadata"]["uid"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            let ready = pod["status"]["phase"] == "Running";
+            let image = pod["spec"]["containers"][0]["image"]
+                .as_str()
+                .unwrap_or_default();
+            if ready || image == NEVER_READY || pod["metadata"]["deletionTimestamp"].is_string() {
+                continue;
+            }
+            let first = *seen.entry(uid).or_insert_with(Instant::now);
+            if first.elapsed() >= READY_AFTER {
+                mark_pod_running_ready(&api, &pod).await;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn deployment(name: &str, replicas: i32, image: &str, strategy: Value) -> Value {
+    json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "strategy": strategy,
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "c", "image": image}]},
+            },
+        },
+    })
+}
+
+fn rolling(surge: Value, unavailable: Value) -> Value {
+    json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": surge, "maxUnavailable": unavailable}})
+}
+
+fn path(name: &str) -> String {
+    format!("/apis/apps/v1/namespaces/{NS}/deployments/{name}")
+}
+
+async fn create_deployment(c: &Cluster, d: &Value) {
+    create(
+        &c.api,
+        &format!("/apis/apps/v1/namespaces/{NS}/deployments"),
+        d,
+    )
+    .await;
+}
+
+async fn get_deployment(c: &Cluster, name: &str) -> Value {
+    get(&c.api, &path(name)).await.expect("deployment exists")
+}
+
+async fn replica_sets(c: &Cluster, name: &str) -> Vec<Value> {
+    list(
+        &c.api,
+        &format!("/apis/apps/v1/namespaces/{NS}/replicasets?labelSelector=app%3D{name}"),
+    )
+    .await
+}
+
+async fn live_pods(c: &Cluster, name: &str) -> Vec<Value> {
+    list(
+        &c.api,
+        &format!("/api/v1/namespaces/{NS}/pods?labelSelector=app%3D{name}"),
+    )
+    .await
+    .into_iter()
+    .filter(|p| !p["metadata"]["deletionTimestamp"].is_string())
+    .collect()
+}
+
+fn int(v: &Value) -> i64 {
+    v.as_i64().unwrap_or(0)
+}
+
+fn revision(rs: &Value) -> &str {
+    rs["metadata"]["annotations"]["deployment.kubernetes.io/revision"]
+        .as_str()
+        .unwrap_or_default()
+}
+
+fn image_of(rs: &Value) -> &str {
+    rs["spec"]["template"]["spec"]["containers"][0]["image"]
+        .as_str()
+        .unwrap_or_default()
+}
+
+fn condition<'a>(d: &'a Value, type_: &str) -> Option<&'a Value> {
+    d["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == type_)
+}
+
+/// Observed, complete and every desired replica updated and available.
+fn rolled_out(d: &Value) -> bool {
+    let want = int(&d["spec"]["replicas"]);
+    let s = &d["status"];
+    int(&s["observedGeneration"]) >= int(&d["metadata"]["generation"])
+        && int(&s["updatedReplicas"]) == want
+        && int(&s["replicas"]) == want
+        && int(&s["availableReplicas"]) == want
+}
+
+async fn wait_rolled_out(c: &Cluster, name: &str) -> Value {
+    wait_for(&format!("deployment {name} rolled out"), || async {
+        let d = get_deployment(c, name).await;
+        if rolled_out(&d) {
+            Ok(d)
+        } else {
+            Err(d["status"].to_string())
+        }
+    })
+    .await
+}
+
+/// The ReplicaSet running `image`, with its size.
+async fn rs_with_image(c: &Cluster, name: &str, image: &str) -> Option<Value> {
+    replica_sets(c, name)
+        .await
+        .into_iter()
+        .find(|rs| image_of(rs) == image)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rolling_update_keeps_availability_and_kubectl_rollout_works() {
+    let c = cluster().await;
+    create_deployment(
+        &c,
+        &deployment("web", 3, "nginx:1", rolling(json!(1), json!(0))),
+    )
+    .await;
+    let d = wait_rolled_out(&c, "web").await;
+    let first = replica_sets(&c, "web").await;
+    assert_eq!(first.len(), 1, "{first:?}");
+    let first_name = first[0]["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let hash = first[0]["metadata"]["labels"]["pod-template-hash"]
+        .as_str()
+        .unwrap_or_default();
+    assert_eq!(first_name, format!("web-{hash}"));
+    assert_eq!(
+        first[0]["spec"]["selector"]["matchLabels"]["pod-template-hash"],
+        hash
+    );
+    assert_eq!(revision(&first[0]), "1");
+    assert_eq!(
+        d["metadata"]["annotations"]["deployment.kubernetes.io/revision"],
+        "1"
+    );
+    assert_eq!(
+        condition(&d, "Available").map(|c| c["reason"].clone()),
+        Some(json!("MinimumReplicasAvailable"))
+    );
+
+    // Roll out a new image; watch the invariants at every observation.
+    let generation = int(&get_deployment(&c, "web").await["metadata"]["generation"]);
+    c.kubectl
+        .ok(&["-n", NS, "set", "image", "deployment/web", "c=nginx:2"]);
+    let mut observations = 0;
+    wait_for("the rollout to nginx:2", || {
+        observations += 1;
+        async {
+            let d = get_deployment(&c, "web").await;
+            let pods = live_pods(&c, "web").await;
+            let available = int(&d["status"]["availableReplicas"]);
+            assert!(
+                available >= 3,
+                "availability dropped to {available}: {}",
+                d["status"]
+            );
+            assert!(pods.len() <= 4, "{} pods at once (maxSurge 1)", pods.len());
+            if int(&d["metadata"]["generation"]) > generation && rolled_out(&d) {
+                Ok(())
+            } else {
+                Err(d["status"].to_string())
+            }
+        }
+    })
+    .await;
+    assert!(
+        observations > 1,
+        "the rollout was never observed in progress"
+    );
+    c.kubectl.ok(&[
+        "-n",
+        NS,
+        "rollout",
+        "status",
+        "deployment/web",
+        "--timeout=60s",
+    ]);
+    let new = rs_with_image(&c, "web", "nginx:2")
+        .await
+        .expect("new replica set");
+    let old = rs_with_image(&c, "web", "nginx:1")
+        .await
+        .expect("old replica set kept");
+    assert_eq!(
+        (int(&new["spec"]["replicas"]), int(&old["spec"]["replicas"])),
+        (3, 0)
+    );
+    assert_eq!((revision(&new), revision(&old)), ("2", "1"));
+    let d = get_deployment(&c, "web").await;
+    assert_eq!(
+        d["metadata"]["annotations"]["deployment.kubernetes.io/revision"],
+        "2"
+    );
+    assert_eq!(
+        condition(&d, "Progressing").map(|c| c["reason"].clone()),
+        Some(json!("NewReplicaSetAvailable"))
+    );
+
+    let history = c
+        .kubectl
+        .ok(&["-n", NS, "rollout", "history", "deployment/web"]);
+    let revisions: Vec<&str> = history
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|w| w.parse::<u32>().is_ok())
+        .collect();
+    assert_eq!(revisions, ["1", "2"], "{history}");
+
+    // Undo: back to the first ReplicaSet, under a new revision.
+    c.kubectl
+        .ok(&["-n", NS, "rollout", "undo", "deployment/web"]);
+    wait_for("the undo to complete on the first replica set", || async {
+        let d = get_deployment(&c, "web").await;
+        let rs = rs_with_image(&c, "web", "nginx:1").await;
+        let rs_state = rs
+            .as_ref()
+            .map(|rs| (int(&rs["spec"]["replicas"]), revision(rs).to_string()));
+        if rolled_out(&d) && rs_state == Some((3, "3".into())) {
+            Ok(())
+        } else {
+            Err(format!("{rs_state:?} {}", d["status"]))
+        }
+    })
+    .await;
+    let back = rs_with_image(&c, "web", "nginx:1")
+        .await
+        .expect("first replica set");
+    assert_eq!(back["metadata"]["name"], first_name.as_str());
+    assert_eq!(
+        back["metadata"]["annotations"]["deployment.kubernetes.io/revision-history"],
+        "1"
+    );
+    assert_eq!(replica_sets(&c, "web").await.len(), 2);
+    c.kubectl.ok(&[
+        "-n",
+        NS,
+        "rollout",
+        "status",
+        "deployment/web",
+        "--timeout=60s",
+    ]);
+
+    // Restart: a new template annotation, so a new ReplicaSet rolls out.
+    c.kubectl
+        .ok(&["-n", NS, "rollout", "restart", "deployment/web"]);
+    wait_for("the restart to roll out", || async {
+        let d = get_deployment(&c, "web").await;
+        let sets = replica_sets(&c, "web").await;
+        let restarted = sets.iter().find(|rs| {
+            rs["spec"]["template"]["metadata"]["annotations"]["kubectl.kubernetes.io/restartedAt"].is_string()
+        });
+        match restarted {
+            Some(rs) if rolled_out(&d) && int(&rs["spec"]["replicas"]) == 3 && revision(rs) == "4" => Ok(()),
+            _ => Err(d["status"].to_string()),
+        }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recreate_never_runs_old_and_new_pods_together() {
+    let c = cluster().await;
+    create_deployment(
+        &c,
+        &deployment("db", 2, "db:1", json!({"type": "Recreate"})),
+    )
+    .await;
+    let d = wait_rolled_out(&c, "db").await;
+    let generation = int(&d["metadata"]["generation"]);
+    c.kubectl
+        .ok(&["-n", NS, "set", "image", "deployment/db", "c=db:2"]);
+    let mut saw_gap = false;
+    wait_for("the recreate rollout", || {
+        let saw_gap = &mut saw_gap;
+        async move {
+            let pods = live_pods(&c, "db").await;
+            let hashes: BTreeSet<&str> = pods
+                .iter()
+                .filter_map(|p| p["metadata"]["labels"]["pod-template-hash"].as_str())
+                .collect();
+            assert!(hashes.len() <= 1, "old and new pods at once: {hashes:?}");
+            *saw_gap |= pods.is_empty();
+            let d = get_deployment(&c, "db").await;
+            if int(&d["metadata"]["generation"]) > generation && rolled_out(&d) {
+                Ok(())
+            } else {
+                Err(d["status"].to_string())
+            }
+        }
+    })
+    .await;
+    let new = rs_with_image(&c, "db", "db:2")
+        .await
+        .expect("new replica set");
+    let old = rs_with_image(&c, "db", "db:1")
+        .await
+        .expect("old replica set");
+    assert_eq!(
+        (int(&new["spec"]["replicas"]), int(&old["spec"]["replicas"])),
+        (2, 0)
+    );
+    assert_eq!(revision(&new), "2");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pause_holds_the_rollout_and_resume_continues_it() {
+    let c = cluster().await;
+    create_deployment(
+        &c,
+        &deployment("api", 2, "api:1", rolling(json!("25%"), json!("25%"))),
+    )
+    .await;
+    wait_rolled_out(&c, "api").await;
+    c.kubectl
+        .ok(&["-n", NS, "rollout", "pause", "deployment/api"]);
+    c.kubectl
+        .ok(&["-n", NS, "set", "image", "deployment/api", "c=api:2"]);
+    // Scaling still applies while paused.
+    c.kubectl
+        .ok(&["-n", NS, "scale", "deployment/api", "--replicas=3"]);
+    let d = wait_for("the paused deployment to be observed", || async {
+        let d = get_deployment(&c, "api").await;
+        let observed = int(&d["status"]["observedGeneration"]) >= int(&d["metadata"]["generation"]);
+        let reason = condition(&d, "Progressing").map(|c| c["reason"].clone());
+        if observed
+            && reason == Some(json!("DeploymentPaused"))
+            && int(&d["status"]["availableReplicas"]) == 3
+        {
+            Ok(d)
+        } else {
+            Err(d["status"].to_string())
+        }
+    })
+    .await;
+    let sets = replica_sets(&c, "api").await;
+    assert_eq!(sets.len(), 1, "a paused deployment rolled out: {sets:?}");
+    assert_eq!(int(&sets[0]["spec"]["replicas"]), 3);
+    assert_eq!(
+        condition(&d, "Progressing").map(|c| c["status"].clone()),
+        Some(json!("Unknown"))
+    );
+
+    c.kubectl
+        .ok(&["-n", NS, "rollout", "resume", "deployment/api"]);
+    wait_for("the resumed rollout", || async {
+        let d = get_deployment(&c, "api").await;
+        let new = rs_with_image(&c, "api", "api:2").await;
+        match new {
+            Some(rs) if rolled_out(&d) && int(&rs["spec"]["replicas"]) == 3 => Ok(()),
+            _ => Err(d["status"].to_string()),
+        }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_deadline_exceeded_when_pods_never_become_ready() {
+    let c = cluster().await;
+    let mut d = deployment("stuck", 1, NEVER_READY, rolling(json!(1), json!(0)));
+    d["spec"]["progressDeadlineSeconds"] = json!(2);
+    create_deployment(&c, &d).await;
+    let d = wait_for("ProgressDeadlineExceeded", || async {
+        let d = get_deployment(&c, "stuck").await;
+        match condition(&d, "Progressing") {
+            Some(cond) if cond["reason"] == "ProgressDeadlineExceeded" => Ok(d),
+            _ => Err(d["status"].to_string()),
+        }
+    })
+    .await;
+    let cond = condition(&d, "Progressing").expect("Progressing condition");
+    assert_eq!(cond["status"], "False");
+    assert_eq!(
+        condition(&d, "Available").map(|c| c["status"].clone()),
+        Some(json!("False"))
+    );
+    let err = c.kubectl.fails(&[
+        "-n",
+        NS,
+        "rollout",
+        "status",
+        "deployment/stuck",
+        "--timeout=30s",
+    ]);
+    assert!(err.contains("exceeded its progress deadline"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scaling_mid_rollout_is_proportional() {
+    let c = cluster().await;
+    create_deployment(
+        &c,
+        &deployment("big", 10, "big:1", rolling(json!(3), json!(2))),
+    )
+    .await;
+    wait_rolled_out(&c, "big").await;
+    // The new pods never become ready: the rollout stops at 8 old and 5 new.
+    merge_patch(
+        &c.api,
+        &path("big"),
+        &json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": NEVER_READY}]}}}}),
+    )
+    .await;
+    let sizes = || async {
+        let old = rs_with_image(&c, "big", "big:1")
+            .await
+            .map(|rs| int(&rs["spec"]["replicas"]));
+        let new = rs_with_image(&c, "big", NEVER_READY)
+            .await
+            .map(|rs| int(&rs["spec"]["replicas"]));
+        (old, new)
+    };
+    wait_for("the rollout to stall at 8 old and 5 new", || async {
+        let s = sizes().await;
+        if s == (Some(8), Some(5)) {
+            Ok(())
+        } else {
+            Err(format!("{s:?}"))
+        }
+    })
+    .await;
+    c.kubectl
+        .ok(&["-n", NS, "scale", "deployment/big", "--replicas=15"]);
+    // 13 pods become 18 (15 + 3 surge), shared 8:5 -> 11:7.
+    wait_for("proportional scale-up to 11 old and 7 new", || async {
+        let s = sizes().await;
+        if s == (Some(11), Some(7)) {
+            Ok(())
+        } else {
+            Err(format!("{s:?}"))
+        }
+    })
+    .await;
+    let sets = replica_sets(&c, "big").await;
+    for rs in &sets {
+        let a = &rs["metadata"]["annotations"];
+        assert_eq!(
+            (
+                a["deployment.kubernetes.io/desired-replicas"].as_str(),
+                a["deployment.kubernetes.io/max-replicas"].as_str()
+            ),
+            (Some("15"), Some("18"))
+        );
+    }
+}
