@@ -495,10 +495,15 @@ impl ResourceStore {
 
             let mut next = object.clone();
             let mut finalizers = meta::finalizers(&next);
-            match options.propagation_policy.as_deref() {
-                Some("Orphan") => add_once(&mut finalizers, "orphan"),
-                Some("Foreground") => add_once(&mut finalizers, "foregroundDeletion"),
-                _ => {}
+            // An explicit policy replaces the garbage collector's finalizer of an earlier
+            // deletion, as upstream's deletionFinalizersForGarbageCollection.
+            if let Some(policy) = options.propagation_policy.as_deref() {
+                finalizers.retain(|f| f != "orphan" && f != "foregroundDeletion");
+                match policy {
+                    "Orphan" => finalizers.push("orphan".into()),
+                    "Foreground" => finalizers.push("foregroundDeletion".into()),
+                    _ => {}
+                }
             }
             if let Some(finalizer) = self.strategy.deletion_finalizer()
                 && !meta::is_terminating(&object)
