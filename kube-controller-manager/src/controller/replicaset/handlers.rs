@@ -1,0 +1,152 @@
+//! Informer events mapped to the sets to sync: a pod goes to its controller (and its
+//! expectations are credited), an orphan pod to every set whose selector matches it.
+
+use super::kind::ReplicatedSet;
+use super::sync::Controller;
+use crate::controller::utils::controller_ref::controller_of;
+use client_go_rs::informers::Deleted;
+use client_go_rs::listers::object_key;
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use crate::controller::utils::pods::is_pod_ready;
+
+impl<T: ReplicatedSet> Controller<T> {
+    /// The key of the set `reference` points at, if it is one of ours and still the same
+    /// object (uid) in the cache.
+    fn resolve(
+        &self,
+        namespace: &str,
+        reference: &OwnerReference,
+    ) -> Option<(String, std::sync::Arc<T>)> {
+        if reference.kind != T::KIND {
+            return None;
+        }
+        let set = self.sets.namespace(namespace).get(&reference.name)?;
+        (set.meta().uid.as_deref() == Some(reference.uid.as_str()))
+            .then(|| (object_key(set.as_ref()), set))
+    }
+
+    /// The sets whose selector matches an orphan pod (upstream's `getPodReplicaSets`).
+    fn sets_matching(&self, pod: &Pod) -> Vec<String> {
+        let ns = pod.metadata.namespace.clone().unwrap_or_default();
+        let empty = BTreeMap::new();
+        let labels = pod.metadata.labels.as_ref().unwrap_or(&empty);
+        self.sets
+            .namespace(&ns)
+            .list()
+            .iter()
+            .filter(|s| {
+                s.selector()
+                    .is_ok_and(|sel| !sel.is_nothing() && sel.matches(labels))
+            })
+            .map(|s| object_key(s.as_ref()))
+            .collect()
+    }
+
+    fn namespace_of(pod: &Pod) -> String {
+        pod.metadata.namespace.clone().unwrap_or_default()
+    }
+
+    pub fn on_pod_add(&self, pod: &Pod) {
+        if pod.metadata.deletion_timestamp.is_some() {
+            // Seen for the first time already terminating (e.g. after a restart): it counts
+            // as a deletion, not a creation.
+            self.on_pod_delete(pod);
+            return;
+        }
+        let ns = Self::namespace_of(pod);
+        if let Some(reference) = controller_of(&pod.metadata) {
+            if let Some((key, _)) = self.resolve(&ns, reference) {
+                self.expectations.creation_observed(&key);
+                self.queue.add(key);
+            }
+            return;
+        }
+        for key in self.sets_matching(pod) {
+            self.queue.add(key);
+        }
+    }
+
+    pub fn on_pod_update(&self, old: &Pod, cur: &Pod) {
+        if old.metadata.resource_version == cur.metadata.resource_version {
+            // A resync: nothing changed.
+            return;
+        }
+        let labels_changed = old.metadata.labels != cur.metadata.labels;
+        if cur.metadata.deletion_timestamp.is_some() {
+            // A graceful delete is the end of the pod for this controller: credit the
+            // expected deletion now rather than when the kubelet finishes.
+            self.on_pod_delete(cur);
+            if labels_changed {
+                self.on_pod_delete(old);
+            }
+            return;
+        }
+        let ns = Self::namespace_of(cur);
+        let old_ref = controller_of(&old.metadata);
+        let cur_ref = controller_of(&cur.metadata);
+        let ref_changed = old_ref != cur_ref;
+        if ref_changed
+            && let Some(r) = old_ref
+            && let Some((key, _)) = self.resolve(&ns, r)
+        {
+            self.queue.add(key);
+        }
+        if let Some(r) = cur_ref {
+            if let Some((key, set)) = self.resolve(&ns, r) {
+                let min_ready = set.min_ready_seconds();
+                if min_ready > 0 && !is_pod_ready(old) && is_pod_ready(cur) {
+                    // Check availability once minReadySeconds have passed.
+                    let secs = u64::try_from(min_ready).unwrap_or(0) + 1;
+                    self.queue.add_after(key.clone(), Duration::from_secs(secs));
+                }
+                self.queue.add(key);
+            }
+            return;
+        }
+        if labels_changed || ref_changed {
+            for key in self.sets_matching(cur) {
+                self.queue.add(key);
+            }
+        }
+    }
+
+    pub fn on_pod_deleted(&self, deleted: &Deleted<Pod>) {
+        self.on_pod_delete(deleted.object());
+    }
+
+    fn on_pod_delete(&self, pod: &Pod) {
+        let ns = Self::namespace_of(pod);
+        let Some(reference) = controller_of(&pod.metadata) else {
+            // An orphan's deletion changes no set's count.
+            return;
+        };
+        if let Some((key, _)) = self.resolve(&ns, reference) {
+            self.expectations.deletion_observed(&key, &object_key(pod));
+            self.queue.add(key);
+        }
+    }
+
+    pub fn on_set_add(&self, set: &T) {
+        self.queue.add(object_key(set));
+    }
+
+    pub fn on_set_update(&self, old: &T, cur: &T) {
+        let key = object_key(cur);
+        if old.meta().uid != cur.meta().uid {
+            // Deleted and recreated under the same name between two events: the old
+            // object's expectations do not apply to the new one.
+            self.expectations.delete(&key);
+        }
+        self.queue.add(key);
+    }
+
+    pub fn on_set_deleted(&self, deleted: &Deleted<T>) {
+        let key = object_key(deleted.object().as_ref());
+        self.expectations.delete(&key);
+        self.queue.add(key);
+    }
+}
