@@ -40,8 +40,8 @@ impl Schedule {
                 let (name, rest) = rest
                     .split_once(char::is_whitespace)
                     .context("time zone prefix without a schedule")?;
-                let tz = TimeZone::get(name)
-                    .with_context(|| format!("provided bad location {name}"))?;
+                let tz =
+                    TimeZone::get(name).with_context(|| format!("provided bad location {name}"))?;
                 (tz, rest.trim())
             }
             None => (default_tz, spec),
@@ -108,7 +108,10 @@ impl Schedule {
         while t.year() <= limit {
             if self.months & (1 << t.month()) == 0 {
                 let first = Date::new(t.year(), t.month(), 1).ok()?;
-                t = first.checked_add(1.month()).ok()?.to_datetime(Time::midnight());
+                t = first
+                    .checked_add(1.month())
+                    .ok()?
+                    .to_datetime(Time::midnight());
                 continue;
             }
             if !self.day_matches(t.date()) {
@@ -155,10 +158,7 @@ fn field(text: &str, min: u32, max: u32, names: &[&str], name_base: u32) -> anyh
         let (start, end) = if range == "*" || range == "?" {
             (min, max)
         } else if let Some((a, b)) = range.split_once('-') {
-            (
-                value(a, names, name_base)?,
-                value(b, names, name_base)?,
-            )
+            (value(a, names, name_base)?, value(b, names, name_base)?)
         } else {
             let v = value(range, names, name_base)?;
             // `a/n` runs from a to the end of the range, as robfig.
@@ -202,11 +202,31 @@ mod tests {
         let cases = [
             ("* * * * *", "2026-01-01T10:00:30Z", "2026-01-01T10:01:00Z"),
             ("* * * * *", "2026-01-01T10:00:00Z", "2026-01-01T10:01:00Z"),
-            ("*/15 * * * *", "2026-01-01T10:01:00Z", "2026-01-01T10:15:00Z"),
-            ("5/20 * * * *", "2026-01-01T10:30:00Z", "2026-01-01T10:45:00Z"),
-            ("0 9-17/4 * * *", "2026-01-01T10:00:00Z", "2026-01-01T13:00:00Z"),
-            ("30 2 * * mon-fri", "2026-01-02T03:00:00Z", "2026-01-05T02:30:00Z"),
-            ("0 0 1 jan,JUL *", "2026-02-01T00:00:00Z", "2026-07-01T00:00:00Z"),
+            (
+                "*/15 * * * *",
+                "2026-01-01T10:01:00Z",
+                "2026-01-01T10:15:00Z",
+            ),
+            (
+                "5/20 * * * *",
+                "2026-01-01T10:30:00Z",
+                "2026-01-01T10:45:00Z",
+            ),
+            (
+                "0 9-17/4 * * *",
+                "2026-01-01T10:00:00Z",
+                "2026-01-01T13:00:00Z",
+            ),
+            (
+                "30 2 * * mon-fri",
+                "2026-01-02T03:00:00Z",
+                "2026-01-05T02:30:00Z",
+            ),
+            (
+                "0 0 1 jan,JUL *",
+                "2026-02-01T00:00:00Z",
+                "2026-07-01T00:00:00Z",
+            ),
             ("@hourly", "2026-01-01T10:59:59Z", "2026-01-01T11:00:00Z"),
             ("@daily", "2026-01-01T10:00:00Z", "2026-01-02T00:00:00Z"),
             ("@weekly", "2026-01-01T10:00:00Z", "2026-01-04T00:00:00Z"),
@@ -217,8 +237,16 @@ mod tests {
             ("0 0 13 * 5", "2026-01-01T00:00:00Z", "2026-01-02T00:00:00Z"),
             ("0 0 13 * ?", "2026-01-01T00:00:00Z", "2026-01-13T00:00:00Z"),
             ("0 0 29 2 *", "2026-03-01T00:00:00Z", "2028-02-29T00:00:00Z"),
-            ("TZ=Etc/GMT-2 0 12 * * *", "2026-01-01T00:00:00Z", "2026-01-01T10:00:00Z"),
-            ("CRON_TZ=Etc/GMT+1 0 12 * * *", "2026-01-01T00:00:00Z", "2026-01-01T13:00:00Z"),
+            (
+                "TZ=Etc/GMT-2 0 12 * * *",
+                "2026-01-01T00:00:00Z",
+                "2026-01-01T10:00:00Z",
+            ),
+            (
+                "CRON_TZ=Etc/GMT+1 0 12 * * *",
+                "2026-01-01T00:00:00Z",
+                "2026-01-01T13:00:00Z",
+            ),
         ];
         for (spec, after, want) in cases {
             let s = Schedule::parse(spec, TimeZone::UTC).expect(spec);

@@ -35,7 +35,11 @@ pub fn finish_time(pod: &Pod) -> Option<Timestamp> {
     let status = pod.status.as_ref();
     let containers = status
         .into_iter()
-        .flat_map(|s| s.init_container_statuses.iter().chain(s.container_statuses.iter()))
+        .flat_map(|s| {
+            s.init_container_statuses
+                .iter()
+                .chain(s.container_statuses.iter())
+        })
         .flatten();
     let finished = containers
         .filter_map(|cs| cs.state.as_ref()?.terminated.as_ref()?.finished_at.as_ref())
@@ -60,7 +64,15 @@ mod tests {
 
     #[test]
     fn doubling_capped() {
-        let cases = [(0, 0), (1, 10), (2, 20), (3, 40), (6, 320), (7, 360), (40, 360)];
+        let cases = [
+            (0, 0),
+            (1, 10),
+            (2, 20),
+            (3, 40),
+            (6, 320),
+            (7, 360),
+            (40, 360),
+        ];
         for (failures, secs) in cases {
             assert_eq!(delay(failures), Duration::from_secs(secs), "{failures}");
         }
@@ -75,7 +87,13 @@ mod tests {
             remaining(2, at("2026-01-01T00:00:50Z"), now),
             Duration::from_secs(10)
         );
-        assert_eq!(remaining(1, at("2026-01-01T00:00:00Z"), now), Duration::ZERO);
-        assert_eq!(remaining(0, at("2026-01-01T00:01:00Z"), now), Duration::ZERO);
+        assert_eq!(
+            remaining(1, at("2026-01-01T00:00:00Z"), now),
+            Duration::ZERO
+        );
+        assert_eq!(
+            remaining(0, at("2026-01-01T00:01:00Z"), now),
+            Duration::ZERO
+        );
     }
 }

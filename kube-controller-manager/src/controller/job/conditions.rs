@@ -13,7 +13,11 @@ pub const SUCCESS_CRITERIA_MET: &str = "SuccessCriteriaMet";
 pub const SUSPENDED: &str = "Suspended";
 
 pub fn find<'a>(status: &'a JobStatus, type_: &str) -> Option<&'a JobCondition> {
-    status.conditions.as_ref()?.iter().find(|c| c.type_ == type_)
+    status
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == type_)
 }
 
 pub fn is_true(status: &JobStatus, type_: &str) -> bool {
@@ -129,7 +133,14 @@ mod tests {
         let t1: Timestamp = "2026-01-01T00:01:00Z".parse().expect("ts");
         let mut status = JobStatus::default();
         assert!(set(&mut status, SUSPENDED, "True", "JobSuspended", "m", t0));
-        assert!(!set(&mut status, SUSPENDED, "True", "JobSuspended", "m", t1));
+        assert!(!set(
+            &mut status,
+            SUSPENDED,
+            "True",
+            "JobSuspended",
+            "m",
+            t1
+        ));
         assert!(set(&mut status, SUSPENDED, "False", "JobResumed", "m", t1));
         let c = find(&status, SUSPENDED).expect("condition");
         assert_eq!(c.last_transition_time, Some(Time(t1)));

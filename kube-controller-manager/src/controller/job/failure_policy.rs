@@ -95,11 +95,7 @@ fn rule_matches(rule: &PodFailurePolicyRule, pod: &Pod) -> Option<String> {
 }
 
 fn exit_code(cs: &ContainerStatus) -> Option<i32> {
-    cs.state
-        .as_ref()?
-        .terminated
-        .as_ref()
-        .map(|t| t.exit_code)
+    cs.state.as_ref()?.terminated.as_ref().map(|t| t.exit_code)
 }
 
 #[cfg(test)]
@@ -110,8 +106,10 @@ mod tests {
     fn pod(exit_codes: &[(&str, i32)], conditions: &[(&str, &str)]) -> Pod {
         let statuses: Vec<_> = exit_codes
             .iter()
-            .map(|(n, c)| json!({"name": n, "image": "i", "imageID": "", "ready": false,
-                "restartCount": 0, "state": {"terminated": {"exitCode": c}}}))
+            .map(|(n, c)| {
+                json!({"name": n, "image": "i", "imageID": "", "ready": false,
+                "restartCount": 0, "state": {"terminated": {"exitCode": c}}})
+            })
             .collect();
         let conds: Vec<_> = conditions
             .iter()
@@ -164,7 +162,9 @@ mod tests {
         ]));
         assert_eq!(
             evaluate(Some(&p), &pod(&[], &[("ConfigIssue", "True")])),
-            Action::FailJob("Pod ns/p has condition ConfigIssue matching FailJob rule at index 0".into())
+            Action::FailJob(
+                "Pod ns/p has condition ConfigIssue matching FailJob rule at index 0".into()
+            )
         );
     }
 }

@@ -8,8 +8,6 @@ use std::collections::BTreeSet;
 pub const COMPLETION_INDEX: &str = "batch.kubernetes.io/job-completion-index";
 /// How many pods of this index failed before this one was created (backoffLimitPerIndex).
 pub const INDEX_FAILURE_COUNT: &str = "batch.kubernetes.io/job-index-failure-count";
-/// Failures of this index that the pod failure policy ignored.
-pub const INDEX_IGNORED_FAILURE_COUNT: &str = "batch.kubernetes.io/job-index-ignored-failure-count";
 
 /// Parses a compressed index list, keeping only indexes below `completions`. Malformed parts
 /// are skipped rather than failing the whole sync: the status is ours, and a bad entry must

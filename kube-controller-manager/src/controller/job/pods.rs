@@ -108,10 +108,7 @@ pub fn base_template(job: &Job) -> PodTemplateSpec {
 }
 
 pub fn is_indexed(job: &Job) -> bool {
-    job.spec
-        .as_ref()
-        .and_then(|s| s.completion_mode.as_deref())
-        == Some("Indexed")
+    job.spec.as_ref().and_then(|s| s.completion_mode.as_deref()) == Some("Indexed")
 }
 
 fn add_index_env(c: &mut Container) {
@@ -149,7 +146,10 @@ pub fn new_pod(
         .push(TRACKING_FINALIZER.into());
     if let Some((index, failures)) = index {
         let value = index.to_string();
-        let annotations = pod.metadata.annotations.get_or_insert_with(Default::default);
+        let annotations = pod
+            .metadata
+            .annotations
+            .get_or_insert_with(Default::default);
         annotations.insert(COMPLETION_INDEX.into(), value.clone());
         let per_index = job
             .spec
@@ -228,11 +228,21 @@ mod tests {
             assert_eq!(labels.get(k).map(String::as_str), Some(v), "{k}");
         }
         let annotations = meta.annotations.as_ref().expect("annotations");
-        assert_eq!(annotations.get(COMPLETION_INDEX).map(String::as_str), Some("3"));
-        assert_eq!(annotations.get(INDEX_FAILURE_COUNT).map(String::as_str), Some("1"));
+        assert_eq!(
+            annotations.get(COMPLETION_INDEX).map(String::as_str),
+            Some("3")
+        );
+        assert_eq!(
+            annotations.get(INDEX_FAILURE_COUNT).map(String::as_str),
+            Some("1")
+        );
         let spec = pod.spec.as_ref().expect("spec");
         assert_eq!(spec.hostname.as_deref(), Some("pi-3"));
-        for c in spec.containers.iter().chain(spec.init_containers.iter().flatten()) {
+        for c in spec
+            .containers
+            .iter()
+            .chain(spec.init_containers.iter().flatten())
+        {
             let env = c.env.as_ref().expect("env");
             assert_eq!(env.len(), 1);
             assert_eq!(env[0].name, INDEX_ENV);
