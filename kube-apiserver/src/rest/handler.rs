@@ -261,7 +261,7 @@ where
         ("deletecollection", "") => delete_collection(&call, body).await,
         (_, "scale") => subresources::scale(&call, body).await,
         ("create", "binding") => subresources::bind(&call, body).await,
-        ("create", "eviction") => subresources::evict(&call, body).await,
+        ("create", "eviction") => subresources::evict(&call, state, body).await,
         ("create", "token") if info.group.is_empty() && info.plural == "serviceaccounts" => {
             let mut request = read_body_value(&call, body).await?;
             let security = state.security();

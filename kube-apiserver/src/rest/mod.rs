@@ -5,6 +5,7 @@ pub mod component_status;
 pub mod deprecation;
 pub mod encode;
 pub mod errors;
+pub mod eviction;
 pub mod field_validation;
 pub mod handler;
 pub mod proxy;

@@ -198,9 +198,13 @@ where
     ))
 }
 
-/// `POST pods/<name>/eviction`: deletes the pod with the eviction's options. Disruption budgets
-/// are not consulted yet (they arrive with the controller manager's disruption controller).
-pub async fn evict<B>(call: &Call<'_>, body: B) -> Result<Response<Body>, ApiError>
+/// `POST pods/<name>/eviction`: deletes the pod with the eviction's options once the pod's
+/// disruption budget allows it (see [`super::eviction`]).
+pub async fn evict<B>(
+    call: &Call<'_>,
+    state: &super::state::ApiState,
+    body: B,
+) -> Result<Response<Body>, ApiError>
 where
     B: HttpBody,
     B::Error: Into<BoxError>,
@@ -208,6 +212,8 @@ where
     let eviction = read_body_value(call, body).await?;
     let options = delete_options_from(&eviction["deleteOptions"], &call.query)?;
     let object = call.store.get(call.namespace, call.name()).await?;
+    let ns = call.namespace.unwrap_or_default();
+    super::eviction::check_budget(state, ns, &object, call.query.dry_run()?).await?;
     call.store
         .delete(call.namespace, call.name(), &options)
         .await?;
