@@ -132,6 +132,12 @@ pub async fn list(api: &ApiServer, path: &str) -> Vec<Value> {
 /// status per container, through the `status` subresource (the pod stays unbound: controllers
 /// do not look at `nodeName` for availability).
 pub async fn mark_pod_running_ready(api: &ApiServer, pod: &Value) {
+    mark_pod_running_ready_with_ip(api, pod, "10.0.0.1").await;
+}
+
+/// [`mark_pod_running_ready`] with the pod IP the "kubelet" reports (endpoints tests need one
+/// address per pod).
+pub async fn mark_pod_running_ready_with_ip(api: &ApiServer, pod: &Value, ip: &str) {
     let ns = pod["metadata"]["namespace"].as_str().unwrap_or("default");
     let name = pod["metadata"]["name"].as_str().unwrap_or_default();
     let now = jiff::Timestamp::now().to_string();
@@ -147,8 +153,8 @@ pub async fn mark_pod_running_ready(api: &ApiServer, pod: &Value) {
         .collect();
     let patch = json!({"status": {
         "phase": "Running",
-        "podIP": "10.0.0.1",
-        "podIPs": [{"ip": "10.0.0.1"}],
+        "podIP": ip,
+        "podIPs": [{"ip": ip}],
         "startTime": now,
         "conditions": [
             {"type": "Initialized", "status": "True", "lastTransitionTime": now},
