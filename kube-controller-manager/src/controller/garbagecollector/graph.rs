@@ -273,6 +273,11 @@ impl Graph {
                 continue;
             };
             owner_node.dependents.insert(dep_uid.to_string());
+            if owner_node.deleting_dependents {
+                // Seen only after its owner started a foreground deletion (informers of
+                // different resources race): nothing else would ever queue it.
+                acts.delete.push(dep_uid.to_string());
+            }
             if potentially_invalid {
                 continue;
             }
@@ -547,6 +552,16 @@ mod tests {
         let acts = g.observe_delete(&dep);
         assert_eq!(acts.delete, vec!["u-o".to_string()]);
         assert!(g.node("u-o").expect("owner").dependents.is_empty());
+    }
+
+    #[test]
+    fn dependent_seen_after_its_owner_started_a_foreground_deletion_is_queued() {
+        let mut g = Graph::default();
+        let owner = id("ConfigMap", "a", "o", "u-o");
+        let dep = id("Secret", "a", "d", "u-d");
+        g.observe(None, &deleting(obj(&owner, vec![]), FOREGROUND));
+        let acts = g.observe(None, &obj(&dep, vec![owner_ref(&owner, true)]));
+        assert_eq!(acts.delete, vec!["u-d".to_string()]);
     }
 
     #[test]
