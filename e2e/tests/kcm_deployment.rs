@@ -363,23 +363,18 @@ async fn recreate_never_runs_old_and_new_pods_together() {
     let generation = int(&d["metadata"]["generation"]);
     c.kubectl
         .ok(&["-n", NS, "set", "image", "deployment/db", "c=db:2"]);
-    let mut saw_gap = false;
-    wait_for("the recreate rollout", || {
-        let saw_gap = &mut saw_gap;
-        async move {
-            let pods = live_pods(&c, "db").await;
-            let hashes: BTreeSet<&str> = pods
-                .iter()
-                .filter_map(|p| p["metadata"]["labels"]["pod-template-hash"].as_str())
-                .collect();
-            assert!(hashes.len() <= 1, "old and new pods at once: {hashes:?}");
-            *saw_gap |= pods.is_empty();
-            let d = get_deployment(&c, "db").await;
-            if int(&d["metadata"]["generation"]) > generation && rolled_out(&d) {
-                Ok(())
-            } else {
-                Err(d["status"].to_string())
-            }
+    wait_for("the recreate rollout", || async {
+        let pods = live_pods(&c, "db").await;
+        let hashes: BTreeSet<&str> = pods
+            .iter()
+            .filter_map(|p| p["metadata"]["labels"]["pod-template-hash"].as_str())
+            .collect();
+        assert!(hashes.len() <= 1, "old and new pods at once: {hashes:?}");
+        let d = get_deployment(&c, "db").await;
+        if int(&d["metadata"]["generation"]) > generation && rolled_out(&d) {
+            Ok(())
+        } else {
+            Err(d["status"].to_string())
         }
     })
     .await;

@@ -120,16 +120,10 @@ pub fn init(ctx: ControllerContext) -> BoxFuture<'static, InitResult> {
                     return;
                 }
             }
-            super::worker::run_workers(
-                CONTROLLER_NAME,
-                queue,
-                workers as usize,
-                shutdown,
-                move |key| {
-                    let controller = controller.clone();
-                    async move { controller.sync(key).await }
-                },
-            )
+            super::worker::run_workers(CONTROLLER_NAME, queue, workers, shutdown, move |key| {
+                let controller = controller.clone();
+                async move { controller.sync(key).await }
+            })
             .await;
         }) as super::Running))
     })

@@ -375,6 +375,7 @@ mod tests {
             replicas: Some(4),
             updated_replicas: Some(1),
             available_replicas: Some(3),
+            ready_replicas: Some(3),
             ..Default::default()
         };
         // (ReplicaSets (old, new), now) -> reason
