@@ -233,7 +233,7 @@ mod tests {
                     ..Default::default()
                 }]
             }),
-            deletion_timestamp: deleting.then(|| Time(jiff::Timestamp::UNIX_EPOCH)),
+            deletion_timestamp: deleting.then_some(Time(jiff::Timestamp::UNIX_EPOCH)),
             ..Default::default()
         }
     }
