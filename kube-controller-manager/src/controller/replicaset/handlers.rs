@@ -150,3 +150,178 @@ impl<T: ReplicatedSet> Controller<T> {
         self.queue.add(key);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::controller::utils::expectations::UidTrackingExpectations;
+    use crate::controller::utils::pod_control::PodControl;
+    use client_go_rs::events::{EventBroadcaster, InMemoryEventSink};
+    use client_go_rs::listers::{Indexer, Lister};
+    use client_go_rs::workqueue::RateLimitingQueue;
+    use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetSpec};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+    use kube::api::ObjectMeta;
+    use std::sync::Arc;
+
+    fn rs(name: &str, app: &str) -> Arc<ReplicaSet> {
+        Arc::new(ReplicaSet {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                namespace: Some("ns".into()),
+                uid: Some(format!("uid-{name}")),
+                ..Default::default()
+            },
+            spec: Some(ReplicaSetSpec {
+                selector: LabelSelector {
+                    match_labels: Some([("app".to_string(), app.to_string())].into()),
+                    ..Default::default()
+                },
+                ..Default::default()
+            }),
+            status: None,
+        })
+    }
+
+    fn pod(rv: &str, app: &str, owner_uid: Option<&str>) -> Pod {
+        Pod {
+            metadata: ObjectMeta {
+                name: Some("p".into()),
+                namespace: Some("ns".into()),
+                resource_version: Some(rv.into()),
+                labels: Some([("app".to_string(), app.to_string())].into()),
+                owner_references: owner_uid.map(|uid| {
+                    vec![OwnerReference {
+                        kind: "ReplicaSet".into(),
+                        name: uid.trim_start_matches("uid-").into(),
+                        uid: uid.into(),
+                        controller: Some(true),
+                        ..Default::default()
+                    }]
+                }),
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    }
+
+    async fn controller() -> Controller<ReplicaSet> {
+        let config = kube::Config::new("http://127.0.0.1:1".parse().expect("url"));
+        let client = kube::Client::try_from(config).expect("client");
+        let sets = Arc::new(Indexer::new());
+        sets.insert(rs("a", "web"));
+        sets.insert(rs("b", "db"));
+        let broadcaster = EventBroadcaster::new(Arc::new(InMemoryEventSink::new()));
+        Controller {
+            client: client.clone(),
+            sets: Lister::new(sets),
+            pods: Lister::new(Arc::new(Indexer::new())),
+            replica_sets: None,
+            expectations: UidTrackingExpectations::new(),
+            pod_control: PodControl::new(client, broadcaster.new_recorder("test", "")),
+            queue: RateLimitingQueue::default_controller("test"),
+            burst_replicas: 500,
+        }
+    }
+
+    async fn drain(c: &Controller<ReplicaSet>) -> Vec<String> {
+        let mut keys = Vec::new();
+        while c.queue.len() > 0 {
+            if let Some(k) = c.queue.get().await {
+                c.queue.done(&k);
+                keys.push(k);
+            }
+        }
+        keys.sort();
+        keys
+    }
+
+    enum Ev {
+        Add(Pod),
+        Update(Pod, Pod),
+        Delete(Deleted<Pod>),
+    }
+
+    #[tokio::test]
+    async fn pod_events_map_to_sets() {
+        let cases = [
+            (
+                "owned add",
+                Ev::Add(pod("1", "web", Some("uid-a"))),
+                vec!["ns/a"],
+            ),
+            (
+                "stale owner uid",
+                Ev::Add(pod("1", "web", Some("uid-old"))),
+                vec![],
+            ),
+            ("orphan add", Ev::Add(pod("1", "web", None)), vec!["ns/a"]),
+            ("orphan matching none", Ev::Add(pod("1", "x", None)), vec![]),
+            (
+                "resync",
+                Ev::Update(
+                    pod("1", "web", Some("uid-a")),
+                    pod("1", "web", Some("uid-a")),
+                ),
+                vec![],
+            ),
+            (
+                "orphan relabelled",
+                Ev::Update(pod("1", "x", None), pod("2", "db", None)),
+                vec!["ns/b"],
+            ),
+            (
+                "released",
+                Ev::Update(pod("1", "web", Some("uid-a")), pod("2", "x", None)),
+                vec!["ns/a"],
+            ),
+            (
+                "tombstone",
+                Ev::Delete(Deleted::FinalStateUnknown {
+                    key: "ns/p".into(),
+                    obj: Arc::new(pod("1", "web", Some("uid-b"))),
+                }),
+                vec!["ns/b"],
+            ),
+            (
+                "orphan deleted",
+                Ev::Delete(Deleted::Known(Arc::new(pod("1", "web", None)))),
+                vec![],
+            ),
+        ];
+        for (what, ev, want) in cases {
+            let c = controller().await;
+            match ev {
+                Ev::Add(p) => c.on_pod_add(&p),
+                Ev::Update(old, cur) => c.on_pod_update(&old, &cur),
+                Ev::Delete(d) => c.on_pod_deleted(&d),
+            }
+            assert_eq!(drain(&c).await, want, "{what}");
+        }
+    }
+
+    #[tokio::test]
+    async fn pod_events_credit_expectations() {
+        let c = controller().await;
+        c.expectations.expect_creations("ns/a", 1);
+        c.on_pod_add(&pod("1", "web", Some("uid-a")));
+        assert!(c.expectations.satisfied("ns/a"));
+
+        c.expectations
+            .expect_deletions("ns/a", &["ns/p".to_string()]);
+        let mut deleting = pod("2", "web", Some("uid-a"));
+        deleting.metadata.deletion_timestamp = Some(
+            k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(jiff::Timestamp::UNIX_EPOCH),
+        );
+        c.on_pod_update(&pod("1", "web", Some("uid-a")), &deleting);
+        assert!(
+            c.expectations.satisfied("ns/a"),
+            "a graceful delete is observed"
+        );
+        // The final removal of the same pod is not counted a second time.
+        c.expectations
+            .expect_deletions("ns/a", &["ns/other".to_string()]);
+        c.on_pod_deleted(&Deleted::Known(Arc::new(deleting)));
+        assert!(!c.expectations.satisfied("ns/a"));
+    }
+}

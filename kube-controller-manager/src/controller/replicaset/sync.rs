@@ -7,7 +7,7 @@ use crate::controller::utils::controller_ref::{
     ClaimOwner, claim_objects, controller_of, new_controller_ref, object_reference, recheck_owner,
 };
 use crate::controller::utils::expectations::UidTrackingExpectations;
-use crate::controller::utils::pod_control::PodControl;
+use crate::controller::utils::pod_control::{PodControl, is_namespace_terminating};
 use crate::controller::utils::pods::{is_pod_active, pods_to_delete, slow_start_batch};
 use anyhow::Context as _;
 use client_go_rs::listers::{Lister, object_key, split_key};
@@ -141,10 +141,15 @@ impl<T: ReplicatedSet> Controller<T> {
                     (ns.clone(), template.clone(), owner_ref.clone(), me.clone());
                 let control = self.pod_control.clone();
                 async move {
-                    control
+                    match control
                         .create_pod_from_template(&ns, &template, owner_ref, &me)
                         .await
-                        .map(|_| ())
+                    {
+                        Ok(_) => Ok(()),
+                        // The namespace is going away with everything in it.
+                        Err(e) if is_namespace_terminating(&e) => Ok(()),
+                        Err(e) => Err(e),
+                    }
                 }
             })
             .await;

@@ -66,6 +66,23 @@ pub fn pod_from_template(
     }
 }
 
+/// Whether the apiserver refused a create because the namespace is being deleted (upstream's
+/// `NamespaceTerminatingCause`): controllers treat it as nothing to do, not as a failure.
+pub fn is_namespace_terminating(err: &anyhow::Error) -> bool {
+    err.chain().any(|e| {
+        matches!(e.downcast_ref::<kube::Error>(), Some(kube::Error::Api(s))
+            if s.code == 403 && terminating_status(s))
+    })
+}
+
+fn terminating_status(s: &kube::core::Status) -> bool {
+    let cause = s
+        .details
+        .as_ref()
+        .is_some_and(|d| d.causes.iter().any(|c| c.reason == "NamespaceTerminating"));
+    cause || s.message.contains("because it is being terminated")
+}
+
 fn is_not_found(err: &kube::Error) -> bool {
     matches!(err, kube::Error::Api(s) if s.code == 404)
 }
@@ -113,8 +130,8 @@ impl PodControl {
             }
             Err(err) => {
                 // A terminating namespace refuses new pods; upstream does not report it.
-                let terminating = matches!(&err, kube::Error::Api(s)
-                    if s.code == 403 && s.message.contains("being terminated"));
+                let terminating =
+                    matches!(&err, kube::Error::Api(s) if s.code == 403 && terminating_status(s));
                 if !terminating {
                     self.recorder.event(
                         controller_object,
