@@ -47,7 +47,10 @@ pub struct Shared {
 /// How an owner reference resolved.
 enum OwnerState {
     Dangling,
-    Present(DynamicObject),
+    /// Live; true if it is being deleted in the foreground.
+    Present {
+        waiting_for_dependents: bool,
+    },
 }
 
 impl Shared {
@@ -181,10 +184,12 @@ impl Shared {
                 OwnerState::Dangling => {
                     dangling.insert(owner.uid.clone());
                 }
-                OwnerState::Present(o) if deleting_with(&o, FOREGROUND) => {
+                OwnerState::Present {
+                    waiting_for_dependents: true,
+                } => {
                     waiting.insert(owner.uid.clone());
                 }
-                OwnerState::Present(_) => solid += 1,
+                OwnerState::Present { .. } => solid += 1,
             }
         }
         if solid > 0 {
@@ -259,7 +264,9 @@ impl Shared {
         };
         match self.get_object(&key).await? {
             Some(o) if o.metadata.uid.as_deref() == Some(owner.uid.as_str()) => {
-                Ok(OwnerState::Present(o))
+                Ok(OwnerState::Present {
+                    waiting_for_dependents: deleting_with(&o, FOREGROUND),
+                })
             }
             _ => {
                 self.graph.lock().mark_absent(key);
