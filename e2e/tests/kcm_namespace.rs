@@ -62,7 +62,7 @@ impl Cluster {
         wait_for(&format!("namespace {ns} to be gone"), || async {
             match get(&self.api, &path).await {
                 None => Ok(()),
-                Some(n) => Err(n["status"].to_string()),
+                Some(n) => Err(n.to_string()),
             }
         })
         .await;
@@ -174,6 +174,17 @@ async fn kubectl_deletes_a_namespace_full_of_objects_of_eleven_kinds() {
         }
     }
     assert_eq!(created, 55);
+    // StorageObjectInUseProtection gave each claim `kubernetes.io/pvc-protection`, which the
+    // pvc-protection controller (not running here) would lift once no pod uses the claim.
+    for i in 0..5 {
+        let claim = merge_patch(
+            &c.api,
+            &format!("/api/v1/namespaces/{ns}/persistentvolumeclaims/o{i}"),
+            &json!({"metadata": {"finalizers": null}}),
+        )
+        .await;
+        assert!(claim["metadata"]["finalizers"].is_null(), "{claim}");
+    }
     c.delete_namespace(ns);
     let terminating = get(&c.api, &format!("/api/v1/namespaces/{ns}")).await;
     if let Some(n) = terminating {
