@@ -76,7 +76,9 @@ pub fn default_service(svc: &mut Service) {
 }
 
 /// The `kubernetes.io/metadata.name` label (as upstream), the `kubernetes` finalizer in the
-/// spec (upstream's namespace strategy adds it on create) and phase Active.
+/// spec (upstream's namespace strategy adds it on create) and phase Active. An explicit
+/// `spec.finalizers` list is left alone: defaulting also runs on updates, and the namespace
+/// controller's `finalize` writes a list without `kubernetes` that must stick.
 pub fn default_namespace(ns: &mut Namespace) {
     if let Some(name) = ns.metadata.name.clone().filter(|n| !n.is_empty()) {
         ns.metadata
@@ -85,10 +87,8 @@ pub fn default_namespace(ns: &mut Namespace) {
             .insert("kubernetes.io/metadata.name".into(), name);
     }
     let spec = ns.spec.get_or_insert_with(Default::default);
-    let finalizers = spec.finalizers.get_or_insert_with(Vec::new);
-    if !finalizers.iter().any(|f| f == "kubernetes") {
-        finalizers.push("kubernetes".into());
-    }
+    spec.finalizers
+        .get_or_insert_with(|| vec!["kubernetes".into()]);
     let status = ns.status.get_or_insert_with(Default::default);
     default_str(&mut status.phase, "Active");
 }
