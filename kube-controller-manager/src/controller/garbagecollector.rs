@@ -124,11 +124,13 @@ async fn resync(
         Ok(found) => found,
         Err(err) => {
             tracing::warn!("garbage collector discovery failed: {err:#}");
+            sync_error();
             return false;
         }
     };
     if !found.failed.is_empty() {
         tracing::warn!(failed = ?found.failed, "garbage collector discovery was partial");
+        sync_error();
     }
     {
         let mut mapper = shared.mapper.write();
@@ -152,4 +154,9 @@ async fn resync(
         tracing::warn!("garbage collector monitors did not sync in {SYNC_TIMEOUT:?}, going on");
     }
     true
+}
+
+/// Upstream's count of failed resource syncs (discovery failures, partial ones included).
+fn sync_error() {
+    metrics::counter!("garbagecollector_controller_resources_sync_error_total").increment(1);
 }
