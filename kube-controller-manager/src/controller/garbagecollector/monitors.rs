@@ -134,3 +134,122 @@ pub fn observed(resource: &Resource, obj: &DynamicObject) -> Option<Observed> {
         finalizers: m.finalizers.clone().unwrap_or_default(),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use client_go_rs::events::{EventBroadcaster, InMemoryEventSink};
+    use client_go_rs::workqueue::RateLimitingQueue;
+    use kube::core::ApiResource;
+
+    fn offline_client() -> kube::Client {
+        let config = kube::Config::new("http://127.0.0.1:9".parse().expect("static url"));
+        kube::Client::try_from(config).expect("client")
+    }
+
+    fn resource(group: &str, version: &str, kind: &str, plural: &str) -> Resource {
+        let api_version = if group.is_empty() {
+            version.to_string()
+        } else {
+            format!("{group}/{version}")
+        };
+        Resource {
+            resource: ApiResource {
+                group: group.into(),
+                version: version.into(),
+                api_version,
+                kind: kind.into(),
+                plural: plural.into(),
+            },
+            namespaced: true,
+        }
+    }
+
+    fn shared(client: kube::Client) -> Arc<Shared> {
+        let broadcaster = EventBroadcaster::new(Arc::new(InMemoryEventSink::new()));
+        Arc::new(Shared {
+            graph: Default::default(),
+            mapper: Default::default(),
+            client,
+            delete_queue: RateLimitingQueue::default_controller("test_delete"),
+            orphan_queue: RateLimitingQueue::default_controller("test_orphan"),
+            recorder: broadcaster.new_recorder("test", ""),
+        })
+    }
+
+    #[tokio::test]
+    async fn monitors_follow_discovery() {
+        let client = offline_client();
+        let factory = SharedInformerFactory::new(client.clone(), None);
+        let shared = shared(client);
+        let cms = resource("", "v1", "ConfigMap", "configmaps");
+        let widgets = resource("gc.example.com", "v1", "Widget", "widgets");
+        let mut m = Monitors::default();
+        let both = [cms.clone(), widgets.clone()];
+        let steps: Vec<(&str, &[Resource], bool, Changes)> = vec![
+            (
+                "first discovery",
+                &both,
+                false,
+                Changes {
+                    added: vec!["gc.example.com/v1/widgets".into(), "v1/configmaps".into()],
+                    removed: vec![],
+                },
+            ),
+            ("nothing changed", &both, false, Changes::default()),
+            (
+                "partial discovery keeps monitors",
+                std::slice::from_ref(&cms),
+                true,
+                Changes::default(),
+            ),
+            (
+                "resource gone",
+                std::slice::from_ref(&cms),
+                false,
+                Changes {
+                    added: vec![],
+                    removed: vec!["gc.example.com/v1/widgets".into()],
+                },
+            ),
+        ];
+        for (name, wanted, partial, want) in steps {
+            assert_eq!(m.sync(&factory, wanted, partial, &shared), want, "{name}");
+        }
+        assert_eq!(m.len(), 1);
+        let handlers = |r: &Resource| {
+            factory
+                .dynamic_informer(&r.resource, InformerOptions::default())
+                .handler_count()
+        };
+        assert_eq!(handlers(&cms), 1);
+        assert_eq!(
+            handlers(&widgets),
+            0,
+            "a removed monitor no longer feeds the graph"
+        );
+    }
+
+    #[test]
+    fn coordinates_come_from_the_monitor() {
+        let widgets = resource("gc.example.com", "v1", "Widget", "widgets");
+        let mut obj = DynamicObject::new("w", &widgets.resource).within("ns");
+        obj.types = None;
+        assert!(observed(&widgets, &obj).is_none(), "no uid, no node");
+        obj.metadata.uid = Some("u1".into());
+        obj.metadata.finalizers = Some(vec!["orphan".into()]);
+        let o = observed(&widgets, &obj).expect("observed");
+        assert_eq!(
+            o.identity,
+            Identity {
+                api_version: "gc.example.com/v1".into(),
+                kind: "Widget".into(),
+                namespace: "ns".into(),
+                name: "w".into(),
+                uid: "u1".into(),
+            }
+        );
+        assert!(!o.deleting);
+        assert_eq!(o.finalizers, vec!["orphan".to_string()]);
+    }
+}
