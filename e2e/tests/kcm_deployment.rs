@@ -320,6 +320,11 @@ async fn rolling_update_keeps_availability_and_kubectl_rollout_works() {
         .await
         .expect("first replica set");
     assert_eq!(back["metadata"]["name"], first_name.as_str());
+    let d = get_deployment(&c, "web").await;
+    assert_eq!(
+        d["metadata"]["annotations"]["deployment.kubernetes.io/revision"],
+        "3"
+    );
     assert_eq!(
         back["metadata"]["annotations"]["deployment.kubernetes.io/revision-history"],
         "1"
@@ -530,4 +535,102 @@ async fn scaling_mid_rollout_is_proportional() {
             (Some("15"), Some("18"))
         );
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn revision_history_limit_deletes_the_oldest_scaled_down_sets() {
+    let c = cluster().await;
+    let mut d = deployment("hist", 1, "hist:1", rolling(json!(1), json!(0)));
+    d["spec"]["revisionHistoryLimit"] = json!(1);
+    create_deployment(&c, &d).await;
+    wait_rolled_out(&c, "hist").await;
+    for image in ["hist:2", "hist:3"] {
+        c.kubectl.ok(&[
+            "-n",
+            NS,
+            "set",
+            "image",
+            "deployment/hist",
+            &format!("c={image}"),
+        ]);
+        wait_for(&format!("the rollout to {image}"), || async {
+            let d = get_deployment(&c, "hist").await;
+            let current = d["spec"]["template"]["spec"]["containers"][0]["image"] == image;
+            if current && rolled_out(&d) {
+                Ok(())
+            } else {
+                Err(d["status"].to_string())
+            }
+        })
+        .await;
+    }
+    wait_for("only the newest old revision kept", || async {
+        let mut revisions: Vec<(String, String)> = replica_sets(&c, "hist")
+            .await
+            .iter()
+            .map(|rs| (revision(rs).to_string(), image_of(rs).to_string()))
+            .collect();
+        revisions.sort();
+        let want = [
+            ("2".to_string(), "hist:2".to_string()),
+            ("3".to_string(), "hist:3".to_string()),
+        ];
+        if revisions == want {
+            Ok(())
+        } else {
+            Err(format!("{revisions:?}"))
+        }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_name_collision_bumps_the_collision_count() {
+    let c = cluster().await;
+    create_deployment(
+        &c,
+        &deployment("col", 1, "col:1", rolling(json!(1), json!(0))),
+    )
+    .await;
+    wait_rolled_out(&c, "col").await;
+    let sets = replica_sets(&c, "col").await;
+    let taken = sets[0]["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    // Leave the set behind as an orphan running another template under the same name (no
+    // garbage collector runs here to delete it).
+    let (status, body) = c
+        .api
+        .request("DELETE", &path("col"), None, Vec::new())
+        .await
+        .expect("DELETE deployment");
+    assert_eq!(status, 200, "{body}");
+    merge_patch(
+        &c.api,
+        &format!("/apis/apps/v1/namespaces/{NS}/replicasets/{taken}"),
+        &json!({"metadata": {"ownerReferences": null},
+                "spec": {"replicas": 0, "template": {"spec": {"containers": [{"name": "c", "image": "other"}]}}}}),
+    )
+    .await;
+    // The same Deployment again: it adopts the orphan, finds its own name taken by a
+    // different template, and retries under another hash.
+    create_deployment(
+        &c,
+        &deployment("col", 1, "col:1", rolling(json!(1), json!(0))),
+    )
+    .await;
+    let d = wait_rolled_out(&c, "col").await;
+    assert_eq!(d["status"]["collisionCount"], 1);
+    let new = rs_with_image(&c, "col", "col:1")
+        .await
+        .expect("new replica set");
+    assert_ne!(new["metadata"]["name"], taken.as_str());
+    let adopted = rs_with_image(&c, "col", "other")
+        .await
+        .expect("adopted replica set");
+    assert_eq!(
+        adopted["metadata"]["ownerReferences"][0]["uid"],
+        d["metadata"]["uid"]
+    );
 }
