@@ -219,7 +219,22 @@ where
         ("list", "") => list(&call).await,
         ("watch", "") => watch::serve(&call).await,
         ("create", "") => {
-            let (object, warnings) = read_object(&call, body).await?;
+            let (mut object, warnings) = read_object(&call, body).await?;
+            if info.group == "certificates.k8s.io" && info.plural == "certificatesigningrequests" {
+                // Upstream's CSR strategy: the requester is who created it, never what it says.
+                object["spec"]["username"] = json!(call_user.name);
+                object["spec"]["groups"] = json!(call_user.groups);
+                if let Some(spec) = object["spec"].as_object_mut() {
+                    spec.remove("uid");
+                    spec.remove("extra");
+                    if !call_user.uid.is_empty() {
+                        spec.insert("uid".into(), json!(call_user.uid));
+                    }
+                    if !call_user.extra.is_empty() {
+                        spec.insert("extra".into(), json!(call_user.extra));
+                    }
+                }
+            }
             let created = call.store.create(namespace, object).await?;
             Ok(with_warnings(
                 call.object_response(StatusCode::CREATED, created).await?,
@@ -240,6 +255,35 @@ where
                     .update(namespace, call.name(), object, part)
                     .await?
             };
+            Ok(with_warnings(
+                call.object_response(StatusCode::OK, updated).await?,
+                &warnings,
+            ))
+        }
+        // A CSR's /approval writes only status.conditions (upstream's approval strategy): the
+        // rest of the status, the issued certificate, is kept.
+        ("update", "approval")
+            if info.group == "certificates.k8s.io"
+                && info.plural == "certificatesigningrequests" =>
+        {
+            let (object, warnings) = read_object(&call, body).await?;
+            let current = call.store.get(namespace, call.name()).await?;
+            let mut status = current.get("status").cloned().unwrap_or_else(|| json!({}));
+            match (object.pointer("/status/conditions"), status.as_object_mut()) {
+                (Some(conditions), Some(map)) => {
+                    map.insert("conditions".into(), conditions.clone());
+                }
+                (None, Some(map)) => {
+                    map.remove("conditions");
+                }
+                _ => {}
+            }
+            let mut merged = object;
+            merged["status"] = status;
+            let updated = call
+                .store
+                .update(namespace, call.name(), merged, Part::Status)
+                .await?;
             Ok(with_warnings(
                 call.object_response(StatusCode::OK, updated).await?,
                 &warnings,
