@@ -222,7 +222,15 @@ fn distinguished_name(attrs: &[NameAttribute]) -> anyhow::Result<DistinguishedNa
             ),
             _ => DnValue::Utf8String(attr.value.clone()),
         };
-        dn.push(DnType::from_oid(&attr.oid), value);
+        // rcgen holds one value per attribute type; a second value of the same type (a second
+        // group) is written under the same OID as a custom type. Further ones are dropped.
+        let standard = DnType::from_oid(&attr.oid);
+        let custom = DnType::CustomDnType(attr.oid.clone());
+        if dn.get(&standard).is_none() {
+            dn.push(standard, value);
+        } else if dn.get(&custom).is_none() {
+            dn.push(custom, value);
+        }
     }
     Ok(dn)
 }
