@@ -167,12 +167,14 @@ mod tests {
         "2026-01-01T00:01:00Z".parse().expect("ts")
     }
 
+    /// (completions, parallelism, pods, creates, deletes, retry)
+    type Case = (Option<i32>, i32, Vec<Arc<Pod>>, usize, usize, bool);
+
     #[test]
     fn non_indexed() {
-        // (completions, parallelism, pods, creates, deletes, retry)
         let t0 = "2026-01-01T00:00:00Z";
         let recent = "2026-01-01T00:00:55Z";
-        let cases: Vec<(Option<i32>, i32, Vec<Arc<Pod>>, usize, usize, bool)> = vec![
+        let cases: Vec<Case> = vec![
             (Some(5), 2, vec![], 2, 0, false),
             (Some(5), 2, vec![pod("a", "Running", None, t0)], 1, 0, false),
             (
