@@ -196,9 +196,16 @@ mod tests {
             .collect()
     }
 
+    /// A case name, the node, and the taints (key, effect) the pass should write, if any.
+    type Case = (
+        &'static str,
+        Node,
+        Option<Vec<(&'static str, &'static str)>>,
+    );
+
     #[test]
     fn no_schedule_pass() {
-        let cases: Vec<(&str, Node, Option<Vec<(&str, &str)>>)> = vec![
+        let cases: Vec<Case> = vec![
             (
                 "ready node loses admission's not-ready",
                 node(&[("Ready", "True")], &[(NOT_READY, NO_SCHEDULE)], false),
