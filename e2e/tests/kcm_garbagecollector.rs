@@ -513,3 +513,63 @@ fn kubectl_dir(base: &Path) -> std::path::PathBuf {
     std::fs::create_dir_all(&dir).expect("kubectl dir");
     dir
 }
+
+/// A CRD installed while the collector runs gets a monitor (discovery runs again when CRDs
+/// change): its objects are collected as dependents and followed as owners.
+#[tokio::test]
+async fn custom_resources_of_a_later_crd_are_collected() {
+    let c = cluster().await;
+    let api = &c.api;
+    let crd = CRDS[0]
+        .replace("widgets", "sprockets")
+        .replace("widget", "sprocket")
+        .replace("Widget", "Sprocket");
+    let crd: Value = serde_json::from_str(&crd).expect("crd json");
+    create(
+        api,
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+        &crd,
+    )
+    .await;
+    let ns = "gc-late";
+    sched::create_namespace(api, ns).await;
+    let sprockets = format!("/apis/gc.example.com/v1/namespaces/{ns}/sprockets");
+    wait_for("sprockets served", || async {
+        match api.get(&sprockets).await {
+            Ok((200, _)) => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+    let cm_owner_obj = make_cm(api, ns, "cm-owner", vec![]).await;
+    make(
+        api,
+        &sprockets,
+        "gc.example.com/v1",
+        "Sprocket",
+        "dep-sprocket",
+        vec![cm_owner(&cm_owner_obj, false)],
+    )
+    .await;
+    let s_owner = make(
+        api,
+        &sprockets,
+        "gc.example.com/v1",
+        "Sprocket",
+        "owner",
+        vec![],
+    )
+    .await;
+    make_cm(
+        api,
+        ns,
+        "of-sprocket",
+        vec![owner(&s_owner, "gc.example.com/v1", "Sprocket", false)],
+    )
+    .await;
+    delete(api, &format!("{}/cm-owner", configmaps(ns)), None).await;
+    wait_gone(api, &format!("{sprockets}/dep-sprocket")).await;
+    delete(api, &format!("{sprockets}/owner"), Some("Foreground")).await;
+    wait_gone(api, &format!("{}/of-sprocket", configmaps(ns))).await;
+    wait_gone(api, &format!("{sprockets}/owner")).await;
+}

@@ -1,7 +1,8 @@
 //! Garbage collection along ownerReferences, as upstream's garbage collector: monitors on every
 //! deletable resource feed a dependency graph; attemptToDelete deletes dependents whose owners
 //! are all gone and finishes foreground deletions; attemptToOrphan releases orphaning owners.
-//! Discovery runs again every 30 s so resources that appear (custom resources) get monitors.
+//! Discovery runs again every 30 s, and soon after a CRD or APIService changes, so resources
+//! that appear (custom resources) get monitors and those that vanish lose them.
 
 mod collector;
 mod discovery;
@@ -24,6 +25,8 @@ use tokio_util::sync::CancellationToken;
 const DISCOVERY_PERIOD: Duration = Duration::from_secs(30);
 /// How long a discovery failure waits before the next try at startup.
 const DISCOVERY_RETRY: Duration = Duration::from_secs(2);
+/// How long after a CRD or APIService change discovery runs again (changes come in bursts).
+const API_CHANGE_DELAY: Duration = Duration::from_millis(500);
 /// How long new monitors may take to list before the collector goes on without them.
 const SYNC_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -45,6 +48,7 @@ pub fn init(ctx: ControllerContext) -> BoxFuture<'static, InitResult> {
                 "garbage_collector_attempt_to_orphan",
             ),
             recorder: ctx.recorder("garbage-collector-controller"),
+            api_changed: Default::default(),
         });
         let workers = ctx.settings.concurrent_gc_syncs.max(1);
         Ok(Some(Box::pin(run(
@@ -104,6 +108,12 @@ async fn run(
             tokio::select! {
                 _ = shutdown.cancelled() => return,
                 _ = tick.tick() => {
+                    resync(&shared, &mut monitors, &factory, &shutdown).await;
+                }
+                _ = shared.api_changed.notified() => {
+                    // A CRD is served a moment after it is created or changed; its update
+                    // (Established) pokes again if this pass is too early.
+                    tokio::time::sleep(API_CHANGE_DELAY).await;
                     resync(&shared, &mut monitors, &factory, &shutdown).await;
                 }
             }

@@ -42,6 +42,9 @@ pub struct Shared {
     pub delete_queue: RateLimitingQueue<String>,
     pub orphan_queue: RateLimitingQueue<String>,
     pub recorder: EventRecorder,
+    /// Poked when CRDs or APIServices change, so new resources get monitors without waiting
+    /// for the periodic discovery.
+    pub api_changed: tokio::sync::Notify,
 }
 
 /// How an owner reference resolved.

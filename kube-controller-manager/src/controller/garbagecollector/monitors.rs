@@ -94,7 +94,17 @@ impl Monitors {
     }
 }
 
+/// Whether objects of this resource define served resources (CRDs, aggregated APIs).
+fn defines_apis(r: &Resource) -> bool {
+    matches!(
+        (r.resource.group.as_str(), r.resource.plural.as_str()),
+        ("apiextensions.k8s.io", "customresourcedefinitions")
+            | ("apiregistration.k8s.io", "apiservices")
+    )
+}
+
 fn handler(resource: Resource, shared: Arc<Shared>) -> EventHandlerFuncs<DynamicObject> {
+    let pokes = defines_apis(&resource);
     let (r_add, r_update, r_delete) = (resource.clone(), resource.clone(), resource);
     let (s_add, s_update, s_delete) = (shared.clone(), shared.clone(), shared);
     EventHandlerFuncs::new()
@@ -102,16 +112,25 @@ fn handler(resource: Resource, shared: Arc<Shared>) -> EventHandlerFuncs<Dynamic
             if let Some(o) = observed(&r_add, obj) {
                 s_add.observe(None, &o);
             }
+            if pokes {
+                s_add.api_changed.notify_one();
+            }
         })
         .on_update(move |old, new| {
             let old = observed(&r_update, old);
             if let Some(new) = observed(&r_update, new) {
                 s_update.observe(old.as_ref(), &new);
             }
+            if pokes {
+                s_update.api_changed.notify_one();
+            }
         })
         .on_delete(move |deleted| {
             if let Some(o) = observed(&r_delete, deleted.object()) {
                 s_delete.observe_delete(&o.identity);
+            }
+            if pokes {
+                s_delete.api_changed.notify_one();
             }
         })
 }
@@ -174,6 +193,7 @@ mod tests {
             delete_queue: RateLimitingQueue::default_controller("test_delete"),
             orphan_queue: RateLimitingQueue::default_controller("test_orphan"),
             recorder: broadcaster.new_recorder("test", ""),
+            api_changed: Default::default(),
         })
     }
 
