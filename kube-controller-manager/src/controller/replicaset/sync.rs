@@ -28,6 +28,25 @@ pub const BURST_REPLICAS: usize = 500;
 /// The first slow-start batch (upstream's `SlowStartInitialBatchSize`).
 const SLOW_START_INITIAL_BATCH: usize = 1;
 
+/// What one sync does about the pod count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scale {
+    Create(usize),
+    Delete(usize),
+    Nothing,
+}
+
+/// Creates or deletes toward `desired`, at most `burst` at once.
+pub fn scale_plan(active: usize, desired: usize, burst: usize) -> Scale {
+    if active < desired {
+        Scale::Create((desired - active).min(burst))
+    } else if active > desired {
+        Scale::Delete((active - desired).min(burst))
+    } else {
+        Scale::Nothing
+    }
+}
+
 /// Everything a worker needs; shared by the workers and the event handlers.
 pub struct Controller<T: ReplicatedSet> {
     pub client: Client,
@@ -127,72 +146,83 @@ impl<T: ReplicatedSet> Controller<T> {
         let ns = set.meta().namespace.clone().unwrap_or_default();
         let desired = usize::try_from(set.replicas()).unwrap_or(0);
         let me = object_reference(set.meta(), T::API_VERSION, T::KIND);
-        if pods.len() < desired {
-            let diff = (desired - pods.len()).min(self.burst_replicas);
-            let template = set
-                .template()
-                .context("the object has no pod template")?
-                .clone();
-            let owner_ref = new_controller_ref(set.meta(), T::API_VERSION, T::KIND);
-            self.expectations
-                .expect_creations(key, i64::try_from(diff).unwrap_or(i64::MAX));
-            let (created, err) = slow_start_batch(diff, SLOW_START_INITIAL_BATCH, |_| {
-                let (ns, template, owner_ref, me) =
-                    (ns.clone(), template.clone(), owner_ref.clone(), me.clone());
-                let control = self.pod_control.clone();
-                async move {
-                    match control
-                        .create_pod_from_template(&ns, &template, owner_ref, &me)
-                        .await
-                    {
-                        Ok(_) => Ok(()),
-                        // The namespace is going away with everything in it.
-                        Err(e) if is_namespace_terminating(&e) => Ok(()),
-                        Err(e) => Err(e),
-                    }
+        let diff = match scale_plan(pods.len(), desired, self.burst_replicas) {
+            Scale::Nothing => return Ok(()),
+            Scale::Create(diff) => diff,
+            Scale::Delete(diff) => return self.delete_pods(key, set, pods, diff).await,
+        };
+        let template = set
+            .template()
+            .context("the object has no pod template")?
+            .clone();
+        let owner_ref = new_controller_ref(set.meta(), T::API_VERSION, T::KIND);
+        self.expectations
+            .expect_creations(key, i64::try_from(diff).unwrap_or(i64::MAX));
+        let (created, err) = slow_start_batch(diff, SLOW_START_INITIAL_BATCH, |_| {
+            let (ns, template, owner_ref, me) =
+                (ns.clone(), template.clone(), owner_ref.clone(), me.clone());
+            let control = self.pod_control.clone();
+            async move {
+                match control
+                    .create_pod_from_template(&ns, &template, owner_ref, &me)
+                    .await
+                {
+                    Ok(_) => Ok(()),
+                    // The namespace is going away with everything in it.
+                    Err(e) if is_namespace_terminating(&e) => Ok(()),
+                    Err(e) => Err(e),
                 }
-            })
-            .await;
-            // The creates that were skipped or failed will never be observed.
-            let skipped = diff - created;
-            if skipped > 0 {
-                self.expectations.lower_expectations(
-                    key,
-                    i64::try_from(skipped).unwrap_or(i64::MAX),
-                    0,
-                );
             }
-            return match err {
-                Some(e) => Err(e),
-                None => Ok(()),
-            };
+        })
+        .await;
+        // The creates that were skipped or failed will never be observed.
+        let skipped = diff - created;
+        if skipped > 0 {
+            self.expectations.lower_expectations(
+                key,
+                i64::try_from(skipped).unwrap_or(i64::MAX),
+                0,
+            );
         }
-        if pods.len() > desired {
-            let diff = (pods.len() - desired).min(self.burst_replicas);
-            let related = self.indirectly_related_pods(set, pods);
-            let victims = pods_to_delete(pods, &related, diff, Timestamp::now());
-            let victim_keys: Vec<String> = victims.iter().map(|p| object_key(p.as_ref())).collect();
-            self.expectations.expect_deletions(key, &victim_keys);
-            let results = join_all(victims.iter().map(|p| {
-                let name = p.metadata.name.clone().unwrap_or_default();
-                let pod_key = object_key(p.as_ref());
-                let me = &me;
-                let ns = &ns;
-                async move {
-                    let res = self.pod_control.delete_pod(ns, &name, me).await;
-                    if res.is_err() {
-                        // A failed delete is never observed: stop waiting for it.
-                        self.expectations.deletion_observed(key, &pod_key);
-                    }
-                    res
+        match err {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Deletes the `diff` pods ranked first for deletion.
+    async fn delete_pods(
+        &self,
+        key: &str,
+        set: &T,
+        pods: &[Arc<Pod>],
+        diff: usize,
+    ) -> anyhow::Result<()> {
+        let ns = set.meta().namespace.clone().unwrap_or_default();
+        let me = object_reference(set.meta(), T::API_VERSION, T::KIND);
+        let related = self.indirectly_related_pods(set, pods);
+        let victims = pods_to_delete(pods, &related, diff, Timestamp::now());
+        let victim_keys: Vec<String> = victims.iter().map(|p| object_key(p.as_ref())).collect();
+        self.expectations.expect_deletions(key, &victim_keys);
+        let results = join_all(victims.iter().map(|p| {
+            let name = p.metadata.name.clone().unwrap_or_default();
+            let pod_key = object_key(p.as_ref());
+            let me = &me;
+            let ns = &ns;
+            async move {
+                let res = self.pod_control.delete_pod(ns, &name, me).await;
+                if res.is_err() {
+                    // A failed delete is never observed: stop waiting for it.
+                    self.expectations.deletion_observed(key, &pod_key);
                 }
-            }))
-            .await;
-            if let Some(err) = results.into_iter().find_map(Result::err) {
-                return Err(err);
+                res
             }
+        }))
+        .await;
+        match results.into_iter().find_map(Result::err) {
+            Some(err) => Err(err),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     /// The pods the deletion ranking compares against: for a ReplicaSet owned by a
@@ -254,5 +284,28 @@ impl<T: ReplicatedSet> Controller<T> {
             }
         }
         anyhow::bail!("updating the status of {name}: conflict")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scale_plans() {
+        let cases = [
+            (0, 3, 500, Scale::Create(3)),
+            (3, 3, 500, Scale::Nothing),
+            (5, 1, 500, Scale::Delete(4)),
+            (0, 2000, 500, Scale::Create(500)),
+            (1200, 0, 500, Scale::Delete(500)),
+        ];
+        for (active, desired, burst, want) in cases {
+            assert_eq!(
+                scale_plan(active, desired, burst),
+                want,
+                "{active} -> {desired}"
+            );
+        }
     }
 }

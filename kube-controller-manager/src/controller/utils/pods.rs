@@ -80,12 +80,13 @@ fn deletion_cost(pod: &Pod) -> i32 {
         .unwrap_or(0)
 }
 
+/// Upstream's phase ordinals; phases it does not list (terminal ones, which active pods do
+/// not have) rank with Pending.
 fn phase_rank(pod: &Pod) -> u8 {
     match phase(pod) {
-        "Pending" | "" => 0,
         "Unknown" => 1,
         "Running" => 2,
-        _ => 3,
+        _ => 0,
     }
 }
 
