@@ -304,3 +304,94 @@ async fn replication_controller_keeps_replicas_and_waits_min_ready_seconds() {
     wait_for_owned_pods(api, "rcweb", &uid, 0).await;
     wait_for_status(api, &rc_path, "replicas", 0).await;
 }
+
+fn replica_failure(rs: &Value) -> Option<Value> {
+    rs["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == "ReplicaFailure")
+        .cloned()
+}
+
+/// Creates refused by admission (a ResourceQuota of one pod) set the ReplicaFailure
+/// condition and a FailedCreate event; once the quota allows it the set reaches its count and
+/// the condition goes away.
+#[tokio::test]
+async fn refused_creates_set_replica_failure_until_they_succeed() {
+    let c = cluster().await;
+    let api = &c.api;
+    // The test plays the quota controller: only status.hard limits.
+    let quota_path = format!("/api/v1/namespaces/{NS}/resourcequotas/q");
+    create(
+        api,
+        &format!("/api/v1/namespaces/{NS}/resourcequotas"),
+        &json!({"metadata": {"name": "q"}, "spec": {"hard": {"pods": "1"}}}),
+    )
+    .await;
+    merge_patch(
+        api,
+        &format!("{quota_path}/status"),
+        &json!({"status": {"hard": {"pods": "1"}, "used": {"pods": "0"}}}),
+    )
+    .await;
+
+    let rs_path = format!("/apis/apps/v1/namespaces/{NS}/replicasets/capped");
+    let rs = create(
+        api,
+        &format!("/apis/apps/v1/namespaces/{NS}/replicasets"),
+        &json!({
+            "metadata": {"name": "capped"},
+            "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "capped"}},
+                     "template": template("capped")},
+        }),
+    )
+    .await;
+    let uid = rs["metadata"]["uid"].as_str().expect("uid").to_string();
+    let condition = wait_for("ReplicaFailure", || async {
+        let rs = get(api, &rs_path).await.ok_or("gone")?;
+        replica_failure(&rs).ok_or_else(|| format!("status {}", rs["status"]))
+    })
+    .await;
+    assert_eq!(condition["status"], "True");
+    assert_eq!(condition["reason"], "FailedCreate");
+    assert!(
+        condition["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("quota"),
+        "{condition}"
+    );
+    wait_for("a FailedCreate event", || async {
+        let events = list(api, &format!("/api/v1/namespaces/{NS}/events")).await;
+        events
+            .iter()
+            .find(|e| {
+                e["involvedObject"]["name"] == "capped"
+                    && e["reason"] == "FailedCreate"
+                    && e["type"] == "Warning"
+                    && e["message"]
+                        .as_str()
+                        .is_some_and(|m| m.starts_with("Error creating:"))
+            })
+            .map(|_| ())
+            .ok_or_else(|| format!("{} events", events.len()))
+    })
+    .await;
+    assert_eq!(active_pods(api, "capped").await.len(), 1);
+
+    merge_patch(
+        api,
+        &format!("{quota_path}/status"),
+        &json!({"status": {"hard": {"pods": "10"}}}),
+    )
+    .await;
+    wait_for_owned_pods(api, "capped", &uid, 3).await;
+    wait_for("ReplicaFailure cleared", || async {
+        let rs = get(api, &rs_path).await.ok_or("gone")?;
+        match replica_failure(&rs) {
+            None if rs["status"]["replicas"] == 3 => Ok(()),
+            _ => Err(format!("status {}", rs["status"])),
+        }
+    })
+    .await;
+}
