@@ -45,10 +45,10 @@ pub struct Controller {
 /// How a Job ends: the interim condition (FailureTarget / SuccessCriteriaMet) is written
 /// first; the terminal one (Failed / Complete) once no pod of the Job is left running.
 #[derive(Debug, Clone)]
-struct Outcome {
-    failed: bool,
-    reason: String,
-    message: String,
+pub(super) struct Outcome {
+    pub failed: bool,
+    pub reason: String,
+    pub message: String,
 }
 
 fn is_not_found(err: &kube::Error) -> bool {
@@ -92,7 +92,7 @@ impl Controller {
         let outcome = if done_before.is_some() || deleting {
             None
         } else {
-            self.outcome(&job, &t, succeeded_total, failed_total, now)
+            outcome(&job, &t, succeeded_total, failed_total, now)
         };
         let mut active = t.active.clone();
         let mut changed_pods = false;
@@ -204,90 +204,6 @@ impl Controller {
                 .add_after(key.clone(), left + Duration::from_millis(100));
         }
         Ok(())
-    }
-
-    /// The outcome the pods and the spec call for, if the Job is done.
-    fn outcome(
-        &self,
-        job: &Job,
-        t: &Tally,
-        succeeded: i32,
-        failed: i32,
-        now: Timestamp,
-    ) -> Option<Outcome> {
-        let spec = job.spec.clone().unwrap_or_default();
-        let status = job.status.clone().unwrap_or_default();
-        if let Some(o) = interim(&status) {
-            return Some(o);
-        }
-        let fail = |reason: &str, message: &str| {
-            Some(Outcome {
-                failed: true,
-                reason: reason.into(),
-                message: message.into(),
-            })
-        };
-        if let Some(message) = &t.fail_job {
-            return fail("PodFailurePolicy", message);
-        }
-        let per_index = spec.backoff_limit_per_index.is_some();
-        let completions = spec.completions.unwrap_or(0);
-        if per_index {
-            if spec
-                .max_failed_indexes
-                .is_some_and(|max| t.failed_indexes.len() as i32 > max)
-            {
-                return fail(
-                    "MaxFailedIndexesExceeded",
-                    "Job has exceeded the specified maximal number of failed indexes",
-                );
-            }
-        } else if failed > spec.backoff_limit.unwrap_or(6) {
-            return fail(
-                "BackoffLimitExceeded",
-                "Job has reached the specified backoff limit",
-            );
-        }
-        if spec.suspend != Some(true)
-            && let (Some(ads), Some(start)) = (spec.active_deadline_seconds, &status.start_time)
-            && now.duration_since(start.0).as_secs() >= ads
-        {
-            return fail(
-                "DeadlineExceeded",
-                "Job was active longer than specified deadline",
-            );
-        }
-        if per_index
-            && !t.failed_indexes.is_empty()
-            && (t.failed_indexes.len() + t.succeeded_indexes.len()) as i32 >= completions
-        {
-            return fail("FailedIndexes", "Job has failed indexes");
-        }
-        let success = |reason: &str, message: String| {
-            Some(Outcome {
-                failed: false,
-                reason: reason.into(),
-                message,
-            })
-        };
-        if is_indexed(job)
-            && let Some(policy) = &spec.success_policy
-            && let Some(message) =
-                conditions::success_policy_met(policy, &t.succeeded_indexes, completions)
-        {
-            return success("SuccessPolicy", message);
-        }
-        let reached = match spec.completions {
-            Some(c) => succeeded >= c,
-            None => succeeded > 0 && t.active.is_empty() && t.terminating.is_empty(),
-        };
-        if reached {
-            return success(
-                "CompletionsReached",
-                "Reached expected number of succeeded pods".into(),
-            );
-        }
-        None
     }
 
     /// Creates and deletes pods toward the desired parallelism; returns whether it wrote any.
@@ -510,6 +426,89 @@ impl Controller {
     }
 }
 
+/// The outcome the pods and the spec call for, if the Job is done.
+pub(super) fn outcome(
+    job: &Job,
+    t: &Tally,
+    succeeded: i32,
+    failed: i32,
+    now: Timestamp,
+) -> Option<Outcome> {
+    let spec = job.spec.clone().unwrap_or_default();
+    let status = job.status.clone().unwrap_or_default();
+    if let Some(o) = interim(&status) {
+        return Some(o);
+    }
+    let fail = |reason: &str, message: &str| {
+        Some(Outcome {
+            failed: true,
+            reason: reason.into(),
+            message: message.into(),
+        })
+    };
+    if let Some(message) = &t.fail_job {
+        return fail("PodFailurePolicy", message);
+    }
+    let per_index = spec.backoff_limit_per_index.is_some();
+    let completions = spec.completions.unwrap_or(0);
+    if per_index {
+        if spec
+            .max_failed_indexes
+            .is_some_and(|max| t.failed_indexes.len() as i32 > max)
+        {
+            return fail(
+                "MaxFailedIndexesExceeded",
+                "Job has exceeded the specified maximal number of failed indexes",
+            );
+        }
+    } else if failed > spec.backoff_limit.unwrap_or(6) {
+        return fail(
+            "BackoffLimitExceeded",
+            "Job has reached the specified backoff limit",
+        );
+    }
+    if spec.suspend != Some(true)
+        && let (Some(ads), Some(start)) = (spec.active_deadline_seconds, &status.start_time)
+        && now.duration_since(start.0).as_secs() >= ads
+    {
+        return fail(
+            "DeadlineExceeded",
+            "Job was active longer than specified deadline",
+        );
+    }
+    if per_index
+        && !t.failed_indexes.is_empty()
+        && (t.failed_indexes.len() + t.succeeded_indexes.len()) as i32 >= completions
+    {
+        return fail("FailedIndexes", "Job has failed indexes");
+    }
+    let success = |reason: &str, message: String| {
+        Some(Outcome {
+            failed: false,
+            reason: reason.into(),
+            message,
+        })
+    };
+    if is_indexed(job)
+        && let Some(policy) = &spec.success_policy
+        && let Some(message) =
+            conditions::success_policy_met(policy, &t.succeeded_indexes, completions)
+    {
+        return success("SuccessPolicy", message);
+    }
+    let reached = match spec.completions {
+        Some(c) => succeeded >= c,
+        None => succeeded > 0 && t.active.is_empty() && t.terminating.is_empty(),
+    };
+    if reached {
+        return success(
+            "CompletionsReached",
+            "Reached expected number of succeeded pods".into(),
+        );
+    }
+    None
+}
+
 /// The outcome already decided by an interim condition.
 fn interim(status: &JobStatus) -> Option<Outcome> {
     let from = |ty: &str, failed: bool| {
@@ -526,4 +525,153 @@ fn interim(status: &JobStatus) -> Option<Outcome> {
 
 fn uid(p: &Pod) -> String {
     p.metadata.uid.clone().unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn ts(s: &str) -> Timestamp {
+        s.parse().expect("ts")
+    }
+
+    /// (spec, status, tally, succeeded, failed, expected reason)
+    type Case = (
+        serde_json::Value,
+        serde_json::Value,
+        Tally,
+        i32,
+        i32,
+        Option<&'static str>,
+    );
+
+    #[test]
+    fn outcomes() {
+        let now = ts("2026-01-01T00:01:00Z");
+        let cases: Vec<Case> = vec![
+            (
+                json!({"completions": 2, "backoffLimit": 2}),
+                json!({}),
+                Tally::default(),
+                1,
+                2,
+                None,
+            ),
+            (
+                json!({"completions": 2, "backoffLimit": 2}),
+                json!({}),
+                Tally::default(),
+                1,
+                3,
+                Some("BackoffLimitExceeded"),
+            ),
+            (
+                json!({"completions": 2}),
+                json!({}),
+                Tally::default(),
+                2,
+                0,
+                Some("CompletionsReached"),
+            ),
+            (
+                json!({}),
+                json!({}),
+                Tally::default(),
+                1,
+                0,
+                Some("CompletionsReached"),
+            ),
+            (
+                json!({"completions": 2}),
+                json!({}),
+                Tally {
+                    fail_job: Some("exit 42".into()),
+                    ..Default::default()
+                },
+                2,
+                1,
+                Some("PodFailurePolicy"),
+            ),
+            (
+                json!({"completions": 2, "activeDeadlineSeconds": 30}),
+                json!({"startTime": "2026-01-01T00:00:00Z"}),
+                Tally::default(),
+                0,
+                0,
+                Some("DeadlineExceeded"),
+            ),
+            (
+                json!({"completions": 2, "activeDeadlineSeconds": 90}),
+                json!({"startTime": "2026-01-01T00:00:00Z"}),
+                Tally::default(),
+                0,
+                0,
+                None,
+            ),
+            // A suspended Job does not run out of time.
+            (
+                json!({"completions": 2, "activeDeadlineSeconds": 30, "suspend": true}),
+                json!({"startTime": "2026-01-01T00:00:00Z"}),
+                Tally::default(),
+                0,
+                0,
+                None,
+            ),
+            (
+                json!({"completions": 4, "completionMode": "Indexed", "backoffLimitPerIndex": 1,
+                    "maxFailedIndexes": 1}),
+                json!({}),
+                Tally {
+                    failed_indexes: [0, 1].into(),
+                    ..Default::default()
+                },
+                0,
+                9,
+                Some("MaxFailedIndexesExceeded"),
+            ),
+            (
+                json!({"completions": 2, "completionMode": "Indexed", "backoffLimitPerIndex": 1}),
+                json!({}),
+                Tally {
+                    failed_indexes: [0].into(),
+                    succeeded_indexes: [1].into(),
+                    ..Default::default()
+                },
+                1,
+                2,
+                Some("FailedIndexes"),
+            ),
+            (
+                json!({"completions": 4, "completionMode": "Indexed",
+                    "successPolicy": {"rules": [{"succeededCount": 2}]}}),
+                json!({}),
+                Tally {
+                    succeeded_indexes: [0, 3].into(),
+                    ..Default::default()
+                },
+                2,
+                0,
+                Some("SuccessPolicy"),
+            ),
+            // An interim condition already written decides.
+            (
+                json!({"completions": 2}),
+                json!({"conditions": [{"type": "FailureTarget", "status": "True",
+                                    "reason": "DeadlineExceeded"}]}),
+                Tally::default(),
+                0,
+                0,
+                Some("DeadlineExceeded"),
+            ),
+        ];
+        for (i, (mut spec, status, t, succeeded, failed, want)) in cases.into_iter().enumerate() {
+            spec["template"] = json!({});
+            let job: Job = serde_json::from_value(json!({"metadata": {"name": "j"},
+                "spec": spec, "status": status}))
+            .expect("job");
+            let got = outcome(&job, &t, succeeded, failed, now);
+            assert_eq!(got.map(|o| o.reason), want.map(String::from), "case {i}");
+        }
+    }
 }
