@@ -260,6 +260,13 @@ mod tests {
         }
     }
 
+    type Case = (
+        &'static str,
+        PodDisruptionBudget,
+        Vec<Arc<Pod>>,
+        Option<(i32, i32, i32, i32)>,
+    );
+
     #[test]
     fn counts_per_budget_kind() {
         let i = |n| Some(IntOrString::Int(n));
@@ -270,12 +277,7 @@ mod tests {
             pod("c", false, Some("rs")),
         ];
         // (budget, pods, want (expected, desired, healthy, allowed) or an error)
-        let cases: Vec<(
-            &str,
-            PodDisruptionBudget,
-            Vec<Arc<Pod>>,
-            Option<(i32, i32, i32, i32)>,
-        )> = vec![
+        let cases: Vec<Case> = vec![
             (
                 "minAvailable int",
                 pdb(i(2), None),

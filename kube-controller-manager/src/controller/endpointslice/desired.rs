@@ -125,7 +125,7 @@ mod tests {
                 name: Some(name.into()),
                 namespace: Some("ns".into()),
                 uid: Some(name.into()),
-                deletion_timestamp: deleting.then(|| Time(jiff::Timestamp::UNIX_EPOCH)),
+                deletion_timestamp: deleting.then_some(Time(jiff::Timestamp::UNIX_EPOCH)),
                 ..Default::default()
             },
             spec: Some(PodSpec {

@@ -94,6 +94,8 @@ mod tests {
         }
     }
 
+    type Summary = (String, i32, Vec<(String, bool)>);
+
     #[test]
     fn regroups_by_family_and_ports() {
         let endpoints = Endpoints {
@@ -106,7 +108,7 @@ mod tests {
         };
         let (groups, truncated) = desired_groups(&endpoints);
         assert!(!truncated);
-        let got: Vec<(String, i32, Vec<(String, bool)>)> = groups
+        let got: Vec<Summary> = groups
             .iter()
             .map(|g| {
                 let eps = g
