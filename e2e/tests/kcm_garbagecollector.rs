@@ -348,6 +348,34 @@ async fn foreground_waits_for_blocking_dependents_and_orphan_keeps_them() {
     assert!(owner_uids(&s).is_empty(), "{}", s["metadata"]);
     let m = must_get(api, &format!("{}/or-cm", configmaps(ns))).await;
     assert_eq!(owner_uids(&m), vec![uid(&other)], "{}", m["metadata"]);
+
+    // A core/v1 ReplicationController deleted without a policy orphans (upstream's default).
+    let rc = create(
+        api,
+        &format!("/api/v1/namespaces/{ns}/replicationcontrollers"),
+        &json!({"metadata": {"name": "rc"},
+                "spec": {"replicas": 0, "selector": {"app": "rc"},
+                         "template": {"metadata": {"labels": {"app": "rc"}},
+                                      "spec": {"containers": [{"name": "c", "image": "i"}]}}}}),
+    )
+    .await;
+    let mut pod = sched::pod("rc-pod");
+    sched::set(
+        &mut pod,
+        "/metadata/ownerReferences",
+        json!([owner(&rc, "v1", "ReplicationController", true)]),
+    );
+    sched::create_pod(api, ns, &pod).await;
+    let rc_path = format!("/api/v1/namespaces/{ns}/replicationcontrollers/rc");
+    delete(api, &rc_path, None).await;
+    wait_gone(api, &rc_path).await;
+    let p = must_get(api, &format!("/api/v1/namespaces/{ns}/pods/rc-pod")).await;
+    assert!(owner_uids(&p).is_empty(), "{}", p["metadata"]);
+    assert!(
+        p["metadata"]["deletionTimestamp"].is_null(),
+        "{}",
+        p["metadata"]
+    );
 }
 
 #[tokio::test]

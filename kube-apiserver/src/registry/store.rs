@@ -504,6 +504,10 @@ impl ResourceStore {
                     "Foreground" => finalizers.push("foregroundDeletion".into()),
                     _ => {}
                 }
+            } else if self.strategy.orphans_by_default()
+                && !finalizers.iter().any(|f| f == "foregroundDeletion")
+            {
+                add_once(&mut finalizers, "orphan");
             }
             if let Some(finalizer) = self.strategy.deletion_finalizer()
                 && !meta::is_terminating(&object)

@@ -91,6 +91,12 @@ impl Strategy {
             .then_some(crate::crd::CLEANUP_FINALIZER)
     }
 
+    /// A delete without a propagation policy orphans the dependents: core/v1
+    /// ReplicationControllers keep upstream's pre-garbage-collector default.
+    pub fn orphans_by_default(&self) -> bool {
+        self.is("", "replicationcontrollers")
+    }
+
     fn is(&self, group: &str, plural: &str) -> bool {
         self.info.group == group && self.info.plural == plural
     }
