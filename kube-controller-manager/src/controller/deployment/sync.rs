@@ -18,8 +18,7 @@ use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, ReplicaSetSpec};
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
-use kube::api::{ObjectMeta, Patch, PatchParams, PostParams};
-use serde_json::json;
+use kube::api::{ObjectMeta, PostParams};
 use std::collections::BTreeMap;
 
 pub const CONTROLLER_NAME: &str = "deployment-controller";
@@ -269,9 +268,9 @@ impl Controller {
         Ok(copy)
     }
 
-    /// Writes the Deployment's revision annotation. A status update cannot (it keeps the
-    /// stored metadata), so it is a patch of the main resource; metadata does not bump the
-    /// generation.
+    /// Writes the Deployment's revision annotation. A status update cannot (our apiserver keeps
+    /// the stored metadata there), so it is an update of the main resource (upstream's role
+    /// for this controller grants `update`, not `patch`); metadata does not bump the generation.
     async fn set_deployment_revision(
         &self,
         d: &mut Deployment,
@@ -287,15 +286,19 @@ impl Controller {
         }
         let ns = d.metadata.namespace.clone().unwrap_or_default();
         let name = name_of(&d.metadata).to_string();
-        let patch = json!({"metadata": {"annotations": {REVISION: revision}}});
-        let patched = self
+        let mut copy = d.clone();
+        copy.metadata
+            .annotations
+            .get_or_insert_with(BTreeMap::new)
+            .insert(REVISION.to_string(), revision.to_string());
+        let updated = self
             .d_api(&ns)
-            .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .replace(&name, &PostParams::default(), &copy)
             .await
             .with_context(|| format!("setting the revision of deployment {name}"))?;
         // Keep the status computed so far; take the new resourceVersion and annotations.
         let status = d.status.take();
-        *d = patched;
+        *d = updated;
         d.status = status;
         Ok(())
     }
