@@ -3,7 +3,9 @@
 //! kubelet (`mark_pod_running_ready`) and drives scaling through the API and the real kubectl.
 
 use e2e::apiserver::{ApiServer, Backend};
-use e2e::controller_manager::{ControllerManager, list, mark_pod_running_ready, wait_for};
+use e2e::controller_manager::{
+    ControllerManager, list, mark_pod_finished, mark_pod_running_ready, wait_for,
+};
 use e2e::kubectl::Kubectl;
 use e2e::scheduler::{create, create_namespace, force_delete_pod, get, merge_patch};
 use serde_json::{Value, json};
@@ -68,7 +70,7 @@ fn controller_uid(pod: &Value) -> Option<String> {
         .map(String::from)
 }
 
-/// The pods matching `app` that are not being deleted.
+/// The pods matching `app` that are neither being deleted nor finished.
 async fn active_pods(api: &ApiServer, app: &str) -> Vec<Value> {
     list(
         api,
@@ -77,6 +79,7 @@ async fn active_pods(api: &ApiServer, app: &str) -> Vec<Value> {
     .await
     .into_iter()
     .filter(|p| p["metadata"]["deletionTimestamp"].is_null())
+    .filter(|p| p["status"]["phase"] != "Succeeded" && p["status"]["phase"] != "Failed")
     .collect()
 }
 
@@ -300,6 +303,20 @@ async fn replication_controller_keeps_replicas_and_waits_min_ready_seconds() {
     force_delete_pod(api, NS, &name(&pods[0])).await;
     let after = wait_for_owned_pods(api, "rcweb", &uid, 2).await;
     assert!(after.iter().any(|p| name(p) == name(&pods[1])));
+
+    // A failed pod no longer counts: it is replaced, and left for the pod GC.
+    mark_pod_finished(api, &pods[1], 1).await;
+    let after = wait_for_owned_pods(api, "rcweb", &uid, 2).await;
+    assert!(after.iter().all(|p| name(p) != name(&pods[1])));
+    let failed = get(
+        api,
+        &format!("/api/v1/namespaces/{NS}/pods/{}", name(&pods[1])),
+    )
+    .await;
+    assert_eq!(
+        failed.expect("the failed pod stays")["status"]["phase"],
+        "Failed"
+    );
     merge_patch(api, &rc_path, &json!({"spec": {"replicas": 0}})).await;
     wait_for_owned_pods(api, "rcweb", &uid, 0).await;
     wait_for_status(api, &rc_path, "replicas", 0).await;
