@@ -14,8 +14,9 @@ use super::utils::expectations::ControllerExpectations;
 use super::utils::pod_control::PodControl;
 use super::worker::run_workers;
 use super::{ControllerContext, InitResult};
+use api_types::labels::Selector;
 use client_go_rs::informers::{Deleted, EventHandlerFuncs};
-use client_go_rs::listers::object_key;
+use client_go_rs::listers::{Lister, object_key};
 use client_go_rs::workqueue::RateLimitingQueue;
 use futures::future::BoxFuture;
 use k8s_openapi::api::batch::v1::Job;
@@ -57,6 +58,11 @@ pub fn init(ctx: ControllerContext) -> BoxFuture<'static, InitResult> {
                             c1.expectations.deletion_observed(&key);
                         }
                         c1.queue.add(key);
+                    } else if controller_of(&p.metadata).is_none() {
+                        // An orphan: the Jobs that select it may adopt it.
+                        for key in selecting_jobs(&c1.jobs, p) {
+                            c1.queue.add(key);
+                        }
                     }
                 })
                 .on_update(move |old: &Arc<Pod>, cur: &Arc<Pod>| {
@@ -104,6 +110,27 @@ pub fn init(ctx: ControllerContext) -> BoxFuture<'static, InitResult> {
             .await;
         }) as super::Running))
     })
+}
+
+/// The Jobs of `pod`'s namespace whose selector matches it.
+fn selecting_jobs(jobs: &Lister<Job>, pod: &Pod) -> Vec<String> {
+    let Some(ns) = pod.metadata.namespace.as_deref() else {
+        return Vec::new();
+    };
+    let empty = Default::default();
+    let labels = pod.metadata.labels.as_ref().unwrap_or(&empty);
+    jobs.namespace(ns)
+        .list()
+        .iter()
+        .filter(|j| {
+            j.spec
+                .as_ref()
+                .and_then(|s| s.selector.as_ref())
+                .and_then(|sel| Selector::from_label_selector(Some(sel)).ok())
+                .is_some_and(|sel| !sel.is_empty() && sel.matches(labels))
+        })
+        .map(|j| object_key(j.as_ref()))
+        .collect()
 }
 
 /// The key of the Job controlling `pod`.
