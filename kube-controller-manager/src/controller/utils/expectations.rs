@@ -132,11 +132,11 @@ impl UidTrackingExpectations {
 
     /// Expects the deletion of the pods named by `pod_keys` (`namespace/name`).
     pub fn expect_deletions(&self, key: &str, pod_keys: &[String]) {
-        {
-            let mut deleted = self.deleted.lock();
-            let set = deleted.entry(key.to_string()).or_default();
-            set.extend(pod_keys.iter().cloned());
-        }
+        // Replaces any earlier set, as upstream: keys left from an expired record must not
+        // count toward this one.
+        self.deleted
+            .lock()
+            .insert(key.to_string(), pod_keys.iter().cloned().collect());
         self.inner
             .expect_deletions(key, i64::try_from(pod_keys.len()).unwrap_or(i64::MAX));
     }
@@ -218,6 +218,14 @@ mod tests {
         e.deletion_observed("rs", "ns/other");
         assert!(!e.satisfied("rs"));
         e.deletion_observed("rs", "ns/p2");
+        assert!(e.satisfied("rs"));
+
+        // A new expectation replaces the keys of the old one.
+        e.expect_deletions("rs", &["ns/p3".into()]);
+        e.expect_deletions("rs", &["ns/p4".into()]);
+        e.deletion_observed("rs", "ns/p3");
+        assert!(!e.satisfied("rs"));
+        e.deletion_observed("rs", "ns/p4");
         assert!(e.satisfied("rs"));
     }
 }
