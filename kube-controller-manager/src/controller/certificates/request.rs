@@ -275,7 +275,9 @@ pub(crate) mod tests {
         let user = parse_request(csr_pem("alice", &["devs"], &[]).0.as_bytes()).expect("parse");
         let client_usages = usages(&["digital signature", "client auth"]);
         let serving_usages = usages(&["digital signature", "server auth"]);
-        let cases: &[(&str, &str, &Request, &[String], Option<bool>)] = &[
+        // (what, signer, request, usages, accepted: None when not ours to sign)
+        type Case<'a> = (&'a str, &'a str, &'a Request, &'a [String], Option<bool>);
+        let cases: &[Case] = &[
             (
                 "kubelet client",
                 KUBE_APISERVER_CLIENT_KUBELET,
