@@ -348,6 +348,29 @@ mod tests {
     }
 
     #[test]
+    fn job_selector_generated_unless_manual() {
+        let s = strategy("batch", "v1", "jobs");
+        let mut job = json!({"metadata": {"name": "pi", "uid": "u1"},
+            "spec": {"template": {"metadata": {"labels": {"app": "pi", "job-name": "mine"}}}}});
+        s.prepare_for_create(&mut job);
+        assert_eq!(
+            job["spec"]["selector"],
+            json!({"matchLabels": {"batch.kubernetes.io/controller-uid": "u1"}})
+        );
+        assert_eq!(
+            job["spec"]["template"]["metadata"]["labels"],
+            json!({"app": "pi", "job-name": "mine", "controller-uid": "u1",
+                   "batch.kubernetes.io/controller-uid": "u1", "batch.kubernetes.io/job-name": "pi"})
+        );
+        let mut manual = json!({"metadata": {"name": "m", "uid": "u2"},
+            "spec": {"manualSelector": true, "selector": {"matchLabels": {"a": "b"}},
+                     "template": {"metadata": {"labels": {"a": "b"}}}}});
+        s.prepare_for_create(&mut manual);
+        assert_eq!(manual["spec"]["selector"], json!({"matchLabels": {"a": "b"}}));
+        assert_eq!(manual["spec"]["template"]["metadata"]["labels"], json!({"a": "b"}));
+    }
+
+    #[test]
     fn main_update_keeps_status_and_status_update_keeps_spec() {
         let s = strategy("apps", "v1", "deployments");
         let old = json!({"metadata": {"name": "d", "generation": 1}, "spec": {"replicas": 1}, "status": {"replicas": 1}});
