@@ -340,6 +340,8 @@ async fn node_health_taints_and_eviction() {
             && !has_taint(n, "node.kubernetes.io/unreachable", "NoExecute")
     })
     .await;
+    sched::delete_node(&api, "n1").await;
+    sched::wait_for_event(&api, "default", "n1", "RemovingNode").await;
     drop(cm);
 }
 

@@ -6,7 +6,7 @@
 use super::health::{self, NodeHealth};
 use super::taints::{self, NO_EXECUTE, NOT_READY, UNREACHABLE};
 use super::writes;
-use super::zones::{self, TaintQueue, ZoneState};
+use super::zones::{self, Disruption, TaintQueue, ZoneState};
 use crate::controller::settings::ControllerSettings;
 use client_go_rs::events::{EventRecorder, EventType};
 use client_go_rs::listers::{Indexer, Lister};
@@ -382,9 +382,6 @@ impl NodeLifecycle {
                 (zone.clone(), (statuses.len(), state))
             })
             .collect();
-        let all_are = new_states
-            .values()
-            .all(|(_, st)| *st == ZoneState::FullDisruption);
         let entering = {
             let mut st = self.state.lock();
             for zone in new_states.keys() {
@@ -395,54 +392,45 @@ impl NodeLifecycle {
             st.zone_states
                 .retain(|zone, _| new_states.contains_key(zone));
             st.tainters.retain(|zone, _| new_states.contains_key(zone));
-            let all_were = st
-                .zone_states
-                .values()
-                .all(|state| *state == ZoneState::FullDisruption);
-            let rate = |zone: &str| {
-                let (size, state) = new_states[zone];
-                zones::zone_qps(
-                    state,
-                    size,
-                    s.node_eviction_rate,
-                    s.secondary_node_eviction_rate,
-                    s.large_cluster_size_threshold,
-                )
-            };
-            if all_are && all_were {
-                // Still cut off: evictions stay stopped.
-                false
-            } else if all_are {
-                tracing::warn!("all nodes are not ready: entering master disruption mode");
-                for state in st.zone_states.values_mut() {
-                    *state = ZoneState::FullDisruption;
-                }
-                for q in st.tainters.values_mut() {
-                    q.limiter.set_qps(0.0, now);
-                }
-                true
-            } else {
-                if !all_are && all_were && !st.zone_states.is_empty() {
-                    tracing::info!("a node is ready again: exiting master disruption mode");
-                    // Every node gets a fresh grace period after the outage.
-                    let probe = Timestamp::now();
-                    for h in st.health.values_mut() {
-                        h.probe = probe;
+            let previous: Vec<ZoneState> = st.zone_states.values().copied().collect();
+            let current: Vec<ZoneState> = new_states.values().map(|(_, s)| *s).collect();
+            match zones::disruption(&previous, &current) {
+                Disruption::Ongoing => false,
+                Disruption::Entering => {
+                    tracing::warn!("all nodes are not ready: entering master disruption mode");
+                    for state in st.zone_states.values_mut() {
+                        *state = ZoneState::FullDisruption;
                     }
-                }
-                let zones: Vec<String> = st.zone_states.keys().cloned().collect();
-                for zone in zones {
-                    let (_, state) = new_states[&zone];
-                    let qps = rate(&zone);
-                    if let Some(q) = st.tainters.get_mut(&zone) {
-                        q.limiter.set_qps(qps, now);
+                    for q in st.tainters.values_mut() {
+                        q.limiter.set_qps(0.0, now);
                     }
-                    if st.zone_states.get(&zone) != Some(&state) {
-                        tracing::info!(zone = %zone, ?state, "zone state changed");
-                        st.zone_states.insert(zone, state);
-                    }
+                    true
                 }
-                false
+                mode => {
+                    if mode == Disruption::Exiting {
+                        tracing::info!("a node is ready again: exiting master disruption mode");
+                        let probe = Timestamp::now();
+                        for h in st.health.values_mut() {
+                            h.probe = probe;
+                        }
+                    }
+                    for (zone, (size, state)) in &new_states {
+                        let qps = zones::zone_qps(
+                            *state,
+                            *size,
+                            s.node_eviction_rate,
+                            s.secondary_node_eviction_rate,
+                            s.large_cluster_size_threshold,
+                        );
+                        if let Some(q) = st.tainters.get_mut(zone) {
+                            q.limiter.set_qps(qps, now);
+                        }
+                        if st.zone_states.insert(zone.clone(), *state) != Some(*state) {
+                            tracing::info!(zone = %zone, ?state, "zone state changed");
+                        }
+                    }
+                    false
+                }
             }
         };
         if entering {

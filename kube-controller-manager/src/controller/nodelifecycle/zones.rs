@@ -13,6 +13,31 @@ pub enum ZoneState {
     PartialDisruption,
 }
 
+/// What the zone states say about the whole cluster compared to the previous pass.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Disruption {
+    /// Some zone is healthy: per-zone rates apply.
+    Normal,
+    /// Every zone just became fully disrupted: the controller is probably the one cut off,
+    /// so evictions stop and NoExecute taints are lifted.
+    Entering,
+    /// Still every zone fully disrupted: nothing changes.
+    Ongoing,
+    /// Some zone recovered after a full outage: every node gets a fresh grace period.
+    Exiting,
+}
+
+/// `previous` are last pass's states of the zones that still exist (Initial for new ones).
+pub fn disruption(previous: &[ZoneState], current: &[ZoneState]) -> Disruption {
+    let all = |states: &[ZoneState]| states.iter().all(|s| *s == ZoneState::FullDisruption);
+    match (all(previous), all(current)) {
+        (true, true) => Disruption::Ongoing,
+        (false, true) => Disruption::Entering,
+        (true, false) if !previous.is_empty() => Disruption::Exiting,
+        _ => Disruption::Normal,
+    }
+}
+
 /// The zone key of a node: region and zone labels, as upstream's `GetZoneKey`.
 pub fn zone_key(labels: Option<&std::collections::BTreeMap<String, String>>) -> String {
     let get = |keys: [&str; 2]| {
@@ -189,6 +214,23 @@ mod tests {
         ];
         for (i, (s, want)) in cases.into_iter().enumerate() {
             assert_eq!(zone_state(&statuses(&s), 0.55).1, want, "case {i}");
+        }
+    }
+
+    #[test]
+    fn cluster_disruption() {
+        use ZoneState::{FullDisruption as Full, Initial, Normal, PartialDisruption as Partial};
+        let cases: [(&[ZoneState], &[ZoneState], Disruption); 7] = [
+            (&[], &[], Disruption::Ongoing),
+            (&[], &[Normal], Disruption::Normal),
+            (&[Initial], &[Full], Disruption::Entering),
+            (&[Normal, Full], &[Full, Full], Disruption::Entering),
+            (&[Full, Full], &[Full, Full], Disruption::Ongoing),
+            (&[Full, Full], &[Partial, Full], Disruption::Exiting),
+            (&[Normal, Full], &[Normal, Partial], Disruption::Normal),
+        ];
+        for (i, (previous, current, want)) in cases.iter().enumerate() {
+            assert_eq!(disruption(previous, current), *want, "case {i}");
         }
     }
 
