@@ -411,48 +411,96 @@ impl Controller {
     /// Deletes the oldest finished Jobs beyond successfulJobsHistoryLimit and
     /// failedJobsHistoryLimit.
     async fn cleanup(&self, cj: &CronJob, cj_ref: &ObjectReference, jobs: &[Arc<Job>]) {
-        let spec = cj.spec.clone().unwrap_or_default();
         let ns = cj.metadata.namespace.clone().unwrap_or_default();
         let api: Api<Job> = Api::namespaced(self.client.clone(), &ns);
-        for (ty, limit) in [
-            ("Complete", spec.successful_jobs_history_limit),
-            ("Failed", spec.failed_jobs_history_limit),
-        ] {
-            let Some(limit) = limit else { continue };
-            let mut done: Vec<&Arc<Job>> = jobs
-                .iter()
-                .filter(|j| finished_type(j) == Some(ty) && j.metadata.deletion_timestamp.is_none())
-                .collect();
-            let limit = limit.max(0) as usize;
-            if done.len() <= limit {
-                continue;
-            }
-            done.sort_by_key(|j| {
-                let start = j
-                    .status
-                    .as_ref()
-                    .and_then(|s| s.start_time.as_ref())
-                    .map(|t| t.0);
-                (
-                    start.is_some(),
-                    start,
-                    j.metadata.creation_timestamp.as_ref().map(|t| t.0),
-                )
-            });
-            let excess = done.len() - limit;
-            for job in done.into_iter().take(excess) {
-                let name = job.metadata.name.clone().unwrap_or_default();
-                if let Err(err) = self.delete_job(&api, cj_ref, &name).await {
-                    tracing::warn!(job = name, "cleaning up finished job: {err:#}");
-                }
+        for name in over_history_limits(cj, jobs) {
+            if let Err(err) = self.delete_job(&api, cj_ref, &name).await {
+                tracing::warn!(job = name, "cleaning up finished job: {err:#}");
             }
         }
     }
 }
 
+/// The finished Jobs past the CronJob's history limits, oldest first (by start time, Jobs
+/// that never started first, as upstream sorts them).
+pub fn over_history_limits(cj: &CronJob, jobs: &[Arc<Job>]) -> Vec<String> {
+    let spec = cj.spec.clone().unwrap_or_default();
+    let mut out = Vec::new();
+    for (ty, limit) in [
+        ("Complete", spec.successful_jobs_history_limit),
+        ("Failed", spec.failed_jobs_history_limit),
+    ] {
+        let Some(limit) = limit else { continue };
+        let mut done: Vec<&Arc<Job>> = jobs
+            .iter()
+            .filter(|j| finished_type(j) == Some(ty) && j.metadata.deletion_timestamp.is_none())
+            .collect();
+        let limit = limit.max(0) as usize;
+        if done.len() <= limit {
+            continue;
+        }
+        done.sort_by_key(|j| {
+            let start = j
+                .status
+                .as_ref()
+                .and_then(|s| s.start_time.as_ref())
+                .map(|t| t.0);
+            (
+                start.is_some(),
+                start,
+                j.metadata.creation_timestamp.as_ref().map(|t| t.0),
+            )
+        });
+        let excess = done.len() - limit;
+        out.extend(
+            done.into_iter()
+                .take(excess)
+                .map(|j| j.metadata.name.clone().unwrap_or_default()),
+        );
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn history_limits() {
+        let job = |name: &str, ty: Option<&str>, start: Option<&str>| -> Arc<Job> {
+            let mut v = serde_json::json!({"metadata": {"name": name}, "status": {}});
+            if let Some(ty) = ty {
+                v["status"]["conditions"] = serde_json::json!([{"type": ty, "status": "True"}]);
+            }
+            if let Some(start) = start {
+                v["status"]["startTime"] = serde_json::json!(start);
+            }
+            Arc::new(serde_json::from_value(v).expect("job"))
+        };
+        let jobs = vec![
+            job("ok3", Some("Complete"), Some("2026-01-01T00:03:00Z")),
+            job("ok1", Some("Complete"), Some("2026-01-01T00:01:00Z")),
+            job("ok2", Some("Complete"), Some("2026-01-01T00:02:00Z")),
+            job("bad1", Some("Failed"), Some("2026-01-01T00:01:00Z")),
+            job("bad0", Some("Failed"), None),
+            job("running", None, Some("2026-01-01T00:00:00Z")),
+        ];
+        let cj = |ok: Option<i32>, bad: Option<i32>| -> CronJob {
+            serde_json::from_value(serde_json::json!({"metadata": {"name": "c"}, "spec": {
+                "schedule": "* * * * *", "jobTemplate": {},
+                "successfulJobsHistoryLimit": ok, "failedJobsHistoryLimit": bad}}))
+            .expect("cronjob")
+        };
+        assert_eq!(
+            over_history_limits(&cj(Some(1), Some(1)), &jobs),
+            vec!["ok1", "ok2", "bad0"]
+        );
+        assert_eq!(
+            over_history_limits(&cj(Some(3), Some(0)), &jobs),
+            vec!["bad0", "bad1"]
+        );
+        assert!(over_history_limits(&cj(None, None), &jobs).is_empty());
+    }
 
     #[test]
     fn names_and_timestamps() {
