@@ -3,6 +3,7 @@
 //! (upstream's disruption controller). The apiserver's eviction subresource reads it.
 
 pub mod scale;
+pub mod stale;
 pub mod status;
 
 use super::utils::controller_ref::object_reference;
@@ -18,7 +19,7 @@ use futures::future::BoxFuture;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{Pod, ReplicationController};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use kube::api::{Api, PostParams};
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -33,6 +34,8 @@ struct Controller {
     finders: scale::Finders,
     recorder: EventRecorder,
     queue: RateLimitingQueue<String>,
+    /// Pods whose DisruptionTarget condition may go stale.
+    stale_queue: RateLimitingQueue<String>,
 }
 
 /// The budget's selector: a null one selects nothing, an empty one every pod.
@@ -65,6 +68,8 @@ pub fn init(ctx: ControllerContext) -> BoxFuture<'static, InitResult> {
         let ss_informer = ctx.informers.informer::<StatefulSet>();
         let rc_informer = ctx.informers.informer::<ReplicationController>();
         let queue: RateLimitingQueue<String> = RateLimitingQueue::default_controller("disruption");
+        let stale_queue: RateLimitingQueue<String> =
+            RateLimitingQueue::default_controller("stale_pod_disruption");
         let pdbs = pdb_informer.lister();
 
         let q = queue.clone();
@@ -79,10 +84,14 @@ pub fn init(ctx: ControllerContext) -> BoxFuture<'static, InitResult> {
 
         let enqueue_for_pod = {
             let q = queue.clone();
+            let stale_q = stale_queue.clone();
             let pdbs = pdbs.clone();
             move |pod: &Pod| {
                 for key in budgets_for_pod(&pdbs, pod) {
                     q.add(key);
+                }
+                if let Some(wait) = stale::stale_in(pod, jiff::Timestamp::now()) {
+                    stale_q.add_after(object_key(pod), wait);
                 }
             }
         };
@@ -119,6 +128,7 @@ pub fn init(ctx: ControllerContext) -> BoxFuture<'static, InitResult> {
             },
             recorder: ctx.recorder("controllermanager"),
             queue: queue.clone(),
+            stale_queue: stale_queue.clone(),
         });
         let shutdown = ctx.shutdown.clone();
         Ok(Some(Box::pin(async move {
@@ -131,11 +141,22 @@ pub fn init(ctx: ControllerContext) -> BoxFuture<'static, InitResult> {
             {
                 return;
             }
-            run_workers(NAME, queue, WORKERS, shutdown, move |key: String| {
+            let c = controller.clone();
+            let budgets = run_workers(
+                NAME,
+                queue,
+                WORKERS,
+                shutdown.clone(),
+                move |key: String| {
+                    let controller = c.clone();
+                    async move { controller.sync(&key).await }
+                },
+            );
+            let stale = run_workers(NAME, stale_queue, WORKERS, shutdown, move |key: String| {
                 let controller = controller.clone();
-                async move { controller.sync(&key).await }
-            })
-            .await;
+                async move { controller.sync_stale_pod(&key).await }
+            });
+            futures::join!(budgets, stale);
         }) as super::Running))
     })
 }
@@ -220,6 +241,37 @@ impl Controller {
                 .add_after(key.to_string(), wait + Duration::from_millis(100));
         }
         Ok(())
+    }
+
+    /// Resets a DisruptionTarget condition whose pod was not deleted in time.
+    async fn sync_stale_pod(&self, key: &str) -> anyhow::Result<()> {
+        let Some((Some(ns), name)) = split_key(key) else {
+            return Ok(());
+        };
+        let Some(pod) = self.pods.namespace(ns).get(name) else {
+            return Ok(());
+        };
+        match stale::stale_in(&pod, jiff::Timestamp::now()) {
+            None => Ok(()),
+            Some(wait) if wait > Duration::ZERO => {
+                self.stale_queue.add_after(key.to_string(), wait);
+                Ok(())
+            }
+            Some(_) => {
+                let api: Api<Pod> = Api::namespaced(self.client.clone(), ns);
+                let patch = serde_json::json!({"status": {"conditions": [{
+                    "type": stale::DISRUPTION_TARGET,
+                    "status": "False",
+                    "lastTransitionTime": jiff::Timestamp::now().to_string(),
+                }]}});
+                api.patch_status(name, &PatchParams::default(), &Patch::Strategic(patch))
+                    .await
+                    .with_context(|| {
+                        format!("resetting the DisruptionTarget condition of {key}")
+                    })?;
+                Ok(())
+            }
+        }
     }
 
     /// What a budget says when its status cannot be computed: no disruption allowed.
