@@ -7,7 +7,7 @@
 use super::state::ApiState;
 use crate::http::status::ApiError;
 use crate::registry::list::ListOptions;
-use crate::registry::{Part, RegistryError};
+use crate::registry::{DeleteOptions, Part, RegistryError, ResourceStore};
 use api_types::k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, StatusCause};
 use api_types::labels::Selector;
 use serde_json::{Value, json};
@@ -189,4 +189,79 @@ fn set_insufficient(pdb: &mut Value) {
         "message": "", "observedGeneration": observed, "lastTransitionTime": now,
     }));
     pdb["status"]["conditions"] = json!(conditions);
+}
+
+/// Records on the pod, before it is deleted, that the eviction API is taking it down (the
+/// `DisruptionTarget` condition), checking the eviction's preconditions against the latest
+/// pod; a resourceVersion precondition then follows the pod's new version, as upstream's
+/// `addConditionAndDeletePod` does.
+pub async fn mark_disruption_target(
+    store: &ResourceStore,
+    ns: Option<&str>,
+    name: &str,
+    options: &mut DeleteOptions,
+) -> Result<(), ApiError> {
+    let conflict = |message: String| RegistryError::Conflict {
+        group: String::new(),
+        resource: "pods".into(),
+        name: name.to_string(),
+        message,
+    };
+    let updated = store
+        .guaranteed_update(ns, name, Part::Status, |pod| {
+            let meta = &pod["metadata"];
+            if let Some(uid) = options.precondition_uid.as_deref().filter(|u| !u.is_empty())
+                && meta["uid"].as_str() != Some(uid)
+            {
+                return Err(conflict(format!(
+                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                    meta["uid"].as_str().unwrap_or_default()
+                )));
+            }
+            if let Some(rv) = options
+                .precondition_resource_version
+                .as_deref()
+                .filter(|v| !v.is_empty())
+                && meta["resourceVersion"].as_str() != Some(rv)
+            {
+                return Err(conflict(format!(
+                    "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+                    meta["resourceVersion"].as_str().unwrap_or_default()
+                )));
+            }
+            let mut next = pod.clone();
+            let mut conditions: Vec<Value> = pod["status"]["conditions"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            let previous = conditions
+                .iter()
+                .position(|c| c["type"] == "DisruptionTarget");
+            let transition = match previous.map(|i| &conditions[i]) {
+                Some(c) if c["status"] == "True" => c["lastTransitionTime"].clone(),
+                _ => json!(crate::registry::meta::now()),
+            };
+            let condition = json!({
+                "type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI",
+                "message": "Eviction API: evicting", "lastProbeTime": null,
+                "lastTransitionTime": transition,
+            });
+            match previous {
+                Some(i) => conditions[i] = condition,
+                None => conditions.push(condition),
+            }
+            next["status"]["conditions"] = json!(conditions);
+            Ok(next)
+        })
+        .await?;
+    if options
+        .precondition_resource_version
+        .as_deref()
+        .is_some_and(|v| !v.is_empty())
+    {
+        options.precondition_resource_version = updated["metadata"]["resourceVersion"]
+            .as_str()
+            .map(String::from);
+    }
+    Ok(())
 }

@@ -210,10 +210,20 @@ where
     B::Error: Into<BoxError>,
 {
     let eviction = read_body_value(call, body).await?;
-    let options = delete_options_from(&eviction["deleteOptions"], &call.query)?;
+    let mut options = delete_options_from(&eviction["deleteOptions"], &call.query)?;
     let object = call.store.get(call.namespace, call.name()).await?;
     let ns = call.namespace.unwrap_or_default();
-    super::eviction::check_budget(state, ns, &object, call.query.dry_run()?).await?;
+    let dry_run = call.query.dry_run()?;
+    super::eviction::check_budget(state, ns, &object, dry_run).await?;
+    if !dry_run {
+        super::eviction::mark_disruption_target(
+            &call.store,
+            call.namespace,
+            call.name(),
+            &mut options,
+        )
+        .await?;
+    }
     call.store
         .delete(call.namespace, call.name(), &options)
         .await?;
