@@ -547,7 +547,10 @@ async fn disruption_budgets_gate_evictions() {
     let c = cluster(ns).await;
     let api = &c.api;
     for (i, name) in ["db-0", "db-1", "db-2"].iter().enumerate() {
-        let pod = create_pod(api, ns, &pod(name, "db", 5432, None)).await;
+        let mut pod = pod(name, "db", 5432, None);
+        // Keeps the evicted pod around to show how it was marked.
+        pod["metadata"]["finalizers"] = json!([HOLD]);
+        let pod = create_pod(api, ns, &pod).await;
         mark_pod_running_ready_with_ip(api, &pod, &format!("10.0.1.{i}")).await;
     }
     create(
@@ -568,12 +571,24 @@ async fn disruption_budgets_gate_evictions() {
         body.contains("Cannot evict pod as it would violate the pod's disruption budget."),
         "{body}"
     );
-    assert!(
-        get(api, &format!("/api/v1/namespaces/{ns}/pods/db-1"))
-            .await
-            .is_some()
+    let db1 = get(api, &format!("/api/v1/namespaces/{ns}/pods/db-1")).await;
+    assert!(db1.is_some_and(|p| p["metadata"]["deletionTimestamp"].is_null()));
+    let db0 = get(api, &format!("/api/v1/namespaces/{ns}/pods/db-0"))
+        .await
+        .expect("db-0 held by its finalizer");
+    assert!(db0["metadata"]["deletionTimestamp"].is_string(), "{db0}");
+    let target = db0["status"]["conditions"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["type"] == "DisruptionTarget"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(
+        (&target["status"], &target["reason"]),
+        (&json!("True"), &json!("EvictionByEvictionAPI")),
+        "{db0}"
     );
-    let pdb = pdb_status(api, ns, "db", (2, 2, 2, 0)).await;
+    // The deleting pod still counts as expected, no longer as healthy.
+    let pdb = pdb_status(api, ns, "db", (3, 2, 2, 0)).await;
     assert_eq!(condition(&pdb), ("False".into(), "InsufficientPods".into()));
 
     // A percentage counts the pods the controller should have (its scale), not those found.
@@ -616,4 +631,12 @@ async fn disruption_budgets_gate_evictions() {
     let columns: Vec<&str> = db_line.split_whitespace().collect();
     assert_eq!(&columns[..4], &["db", "2", "N/A", "0"], "{out}");
     assert!(out.contains("cache"), "{out}");
+    for name in ["db-0", "db-1", "db-2"] {
+        merge_patch(
+            api,
+            &format!("/api/v1/namespaces/{ns}/pods/{name}"),
+            &json!({"metadata": {"finalizers": null}}),
+        )
+        .await;
+    }
 }
