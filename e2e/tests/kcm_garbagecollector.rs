@@ -33,7 +33,7 @@ const HOLD: &str = "gc.example.com/hold";
 
 struct Cluster {
     api: ApiServer,
-    _cm: ControllerManager,
+    cm: ControllerManager,
     dir: tempfile::TempDir,
 }
 
@@ -68,7 +68,7 @@ async fn cluster() -> Cluster {
     )
     .await
     .expect("kube-controller-manager");
-    Cluster { api, _cm: cm, dir }
+    Cluster { api, cm, dir }
 }
 
 fn configmaps(ns: &str) -> String {
@@ -284,6 +284,15 @@ async fn background_deletion_collects_dependents_transitively() {
     )
     .await;
     wait_gone(api, &format!("{}/of-widget", configmaps(ns))).await;
+
+    let (status, metrics) = e2e::https::get(c.cm.addr(), &c.cm.ca_file(), "/metrics")
+        .await
+        .expect("metrics");
+    assert_eq!(status, 200, "{metrics}");
+    assert!(
+        metrics.contains("garbagecollector_controller_resources_sync_error_total 0"),
+        "{metrics}"
+    );
 }
 
 #[tokio::test]

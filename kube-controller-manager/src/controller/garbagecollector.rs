@@ -27,6 +27,8 @@ const DISCOVERY_PERIOD: Duration = Duration::from_secs(30);
 const DISCOVERY_RETRY: Duration = Duration::from_secs(2);
 /// How long after a CRD or APIService change discovery runs again (changes come in bursts).
 const API_CHANGE_DELAY: Duration = Duration::from_millis(500);
+/// Upstream's count of failed resource syncs.
+const SYNC_ERRORS: &str = "garbagecollector_controller_resources_sync_error_total";
 /// How long new monitors may take to list before the collector goes on without them.
 const SYNC_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -50,6 +52,8 @@ pub fn init(ctx: ControllerContext) -> BoxFuture<'static, InitResult> {
             recorder: ctx.recorder("garbage-collector-controller"),
             api_changed: Default::default(),
         });
+        // Exported from the start, as upstream's counter is (at zero).
+        metrics::counter!(SYNC_ERRORS).absolute(0);
         let workers = ctx.settings.concurrent_gc_syncs.max(1);
         Ok(Some(Box::pin(run(
             shared,
@@ -168,5 +172,5 @@ async fn resync(
 
 /// Upstream's count of failed resource syncs (discovery failures, partial ones included).
 fn sync_error() {
-    metrics::counter!("garbagecollector_controller_resources_sync_error_total").increment(1);
+    metrics::counter!(SYNC_ERRORS).increment(1);
 }
