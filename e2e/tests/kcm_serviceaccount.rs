@@ -448,3 +448,82 @@ async fn approved_requests_get_certificates_of_the_cluster_ca() {
         .collect();
     assert_eq!(orgs, ["system:nodes"]);
 }
+
+#[tokio::test]
+async fn bootstrap_tokens_sign_cluster_info_and_expired_ones_are_cleaned() {
+    let cluster = SecureCluster::start(&[]).await;
+    let api = &cluster.server;
+    let _kcm = start_kcm(
+        &cluster,
+        "kcm",
+        &["--controllers=bootstrapsigner,tokencleaner"],
+    )
+    .await;
+    let (status, _) = api
+        .request(
+            "POST",
+            "/api/v1/namespaces",
+            Some("application/json"),
+            json!({"metadata": {"name": "kube-public"}}).to_string(),
+        )
+        .await
+        .expect("kube-public");
+    assert!(
+        status == 201 || status == 409,
+        "creating kube-public: {status}"
+    );
+    create(
+        api,
+        "/api/v1/namespaces/kube-public/configmaps",
+        &json!({"metadata": {"name": "cluster-info"}, "data": {"kubeconfig": "apiVersion: v1\nkind: Config\n"}}),
+    )
+    .await;
+    let token = |id: &str, expiration: Option<&str>| {
+        let mut data = json!({
+            "token-id": STANDARD.encode(id),
+            "token-secret": STANDARD.encode("0123456789abcdef"),
+            "usage-bootstrap-signing": STANDARD.encode("true"),
+        });
+        if let Some(e) = expiration {
+            data["expiration"] = json!(STANDARD.encode(e));
+        }
+        json!({"metadata": {"name": format!("bootstrap-token-{id}")},
+               "type": "bootstrap.kubernetes.io/token", "data": data})
+    };
+    let secrets = "/api/v1/namespaces/kube-system/secrets";
+    create(api, secrets, &token("abcdef", None)).await;
+    let cm_path = "/api/v1/namespaces/kube-public/configmaps/cluster-info";
+    let signature = wait_for("cluster-info signed by the token", || async {
+        let cm = get(api, cm_path).await.ok_or("no cluster-info")?;
+        cm["data"]["jws-kubeconfig-abcdef"]
+            .as_str()
+            .map(str::to_string)
+            .ok_or_else(|| cm.to_string())
+    })
+    .await;
+    let (header, detached) = signature.split_once("..").expect("a detached JWS");
+    assert!(!header.is_empty() && !detached.is_empty(), "{signature}");
+
+    // An expired token is deleted, and signs nothing.
+    create(api, secrets, &token("zzzzzz", Some("2000-01-01T00:00:00Z"))).await;
+    wait_gone(
+        api,
+        "the expired bootstrap token deleted",
+        "/api/v1/namespaces/kube-system/secrets/bootstrap-token-zzzzzz",
+    )
+    .await;
+    let cm = get(api, cm_path).await.expect("cluster-info");
+    assert!(cm["data"].get("jws-kubeconfig-zzzzzz").is_none(), "{cm}");
+
+    // The token deleted, its signature goes.
+    delete(api, &format!("{secrets}/bootstrap-token-abcdef")).await;
+    wait_for("the signature removed with its token", || async {
+        let cm = get(api, cm_path).await.ok_or("no cluster-info")?;
+        if cm["data"].get("jws-kubeconfig-abcdef").is_none() {
+            Ok(())
+        } else {
+            Err(cm.to_string())
+        }
+    })
+    .await;
+}
