@@ -57,7 +57,8 @@ pub fn init(ctx: ControllerContext) -> BoxFuture<'static, InitResult> {
             nodes.lister(),
             leases.lister(),
             pods.indexer().clone(),
-            ctx.recorder(NAME),
+            // Upstream reports node lifecycle events as `node-controller`.
+            ctx.recorder("node-controller"),
             ctx.settings.clone(),
         ));
         let shutdown = ctx.shutdown.clone();

@@ -46,11 +46,11 @@ impl Ttl {
         Ok(())
     }
 
-    /// Recomputes the step from the cache; every node is resynced when the TTL changes.
+    /// Recomputes the step from the cache size; every node is resynced when the TTL changes.
     fn resize(&self, queue: &RateLimitingQueue<String>) {
-        let nodes = self.nodes.list();
-        if self.state.lock().resize(nodes.len()) {
-            for node in nodes {
+        let count = self.nodes.indexer().len();
+        if self.state.lock().resize(count) {
+            for node in self.nodes.list() {
                 if let Some(name) = node.metadata.name.clone() {
                     queue.add(name);
                 }
