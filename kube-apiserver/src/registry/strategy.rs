@@ -366,8 +366,14 @@ mod tests {
             "spec": {"manualSelector": true, "selector": {"matchLabels": {"a": "b"}},
                      "template": {"metadata": {"labels": {"a": "b"}}}}});
         s.prepare_for_create(&mut manual);
-        assert_eq!(manual["spec"]["selector"], json!({"matchLabels": {"a": "b"}}));
-        assert_eq!(manual["spec"]["template"]["metadata"]["labels"], json!({"a": "b"}));
+        assert_eq!(
+            manual["spec"]["selector"],
+            json!({"matchLabels": {"a": "b"}})
+        );
+        assert_eq!(
+            manual["spec"]["template"]["metadata"]["labels"],
+            json!({"a": "b"})
+        );
     }
 
     #[test]
