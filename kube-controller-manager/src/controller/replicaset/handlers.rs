@@ -226,7 +226,7 @@ mod tests {
 
     async fn drain(c: &Controller<ReplicaSet>) -> Vec<String> {
         let mut keys = Vec::new();
-        while c.queue.len() > 0 {
+        while !c.queue.is_empty() {
             if let Some(k) = c.queue.get().await {
                 c.queue.done(&k);
                 keys.push(k);
@@ -237,8 +237,8 @@ mod tests {
     }
 
     enum Ev {
-        Add(Pod),
-        Update(Pod, Pod),
+        Add(Arc<Pod>),
+        Update(Arc<Pod>, Arc<Pod>),
         Delete(Deleted<Pod>),
     }
 
@@ -247,32 +247,46 @@ mod tests {
         let cases = [
             (
                 "owned add",
-                Ev::Add(pod("1", "web", Some("uid-a"))),
+                Ev::Add(Arc::new(pod("1", "web", Some("uid-a")))),
                 vec!["ns/a"],
             ),
             (
                 "stale owner uid",
-                Ev::Add(pod("1", "web", Some("uid-old"))),
+                Ev::Add(Arc::new(pod("1", "web", Some("uid-old")))),
                 vec![],
             ),
-            ("orphan add", Ev::Add(pod("1", "web", None)), vec!["ns/a"]),
-            ("orphan matching none", Ev::Add(pod("1", "x", None)), vec![]),
+            (
+                "orphan add",
+                Ev::Add(Arc::new(pod("1", "web", None))),
+                vec!["ns/a"],
+            ),
+            (
+                "orphan matching none",
+                Ev::Add(Arc::new(pod("1", "x", None))),
+                vec![],
+            ),
             (
                 "resync",
                 Ev::Update(
-                    pod("1", "web", Some("uid-a")),
-                    pod("1", "web", Some("uid-a")),
+                    Arc::new(pod("1", "web", Some("uid-a"))),
+                    Arc::new(pod("1", "web", Some("uid-a"))),
                 ),
                 vec![],
             ),
             (
                 "orphan relabelled",
-                Ev::Update(pod("1", "x", None), pod("2", "db", None)),
+                Ev::Update(
+                    Arc::new(pod("1", "x", None)),
+                    Arc::new(pod("2", "db", None)),
+                ),
                 vec!["ns/b"],
             ),
             (
                 "released",
-                Ev::Update(pod("1", "web", Some("uid-a")), pod("2", "x", None)),
+                Ev::Update(
+                    Arc::new(pod("1", "web", Some("uid-a"))),
+                    Arc::new(pod("2", "x", None)),
+                ),
                 vec!["ns/a"],
             ),
             (
