@@ -232,35 +232,96 @@ async fn rolling_update_keeps_availability_and_kubectl_rollout_works() {
         Some(json!("MinimumReplicasAvailable"))
     );
 
-    // Roll out a new image; watch the invariants at every observation.
+    // Roll out a new image; watches see every version of the Deployment and every pod change.
+    let mut deployment_watch = c.kubectl.spawn(&[
+        "-n",
+        NS,
+        "get",
+        "deployment",
+        "web",
+        "-w",
+        "-o",
+        "jsonpath={.metadata.resourceVersion} {.status.availableReplicas}{\"\\n\"}",
+    ]);
+    let mut pod_watch = c.kubectl.spawn(&[
+        "-n",
+        NS,
+        "get",
+        "pods",
+        "-l",
+        "app=web",
+        "-w",
+        "--output-watch-events",
+        "-o",
+        "jsonpath={.type} {.object.metadata.name} {.object.metadata.deletionTimestamp}{\"\\n\"}",
+    ]);
+    deployment_watch.wait_for(Duration::from_secs(30), "the first version", |out| {
+        out.contains('\n')
+    });
+    pod_watch.wait_for(Duration::from_secs(30), "the first pods", |out| {
+        out.lines().count() >= 3
+    });
     let generation = int(&get_deployment(&c, "web").await["metadata"]["generation"]);
     c.kubectl
         .ok(&["-n", NS, "set", "image", "deployment/web", "c=nginx:2"]);
-    let mut observations = 0;
-    wait_for("the rollout to nginx:2", || {
-        observations += 1;
-        async {
-            let d = get_deployment(&c, "web").await;
-            let pods = live_pods(&c, "web").await;
-            let available = int(&d["status"]["availableReplicas"]);
-            assert!(
-                available >= 3,
-                "availability dropped to {available}: {}",
-                d["status"]
-            );
-            assert!(pods.len() <= 4, "{} pods at once (maxSurge 1)", pods.len());
-            if int(&d["metadata"]["generation"]) > generation && rolled_out(&d) {
-                Ok(())
-            } else {
-                Err(d["status"].to_string())
-            }
+    // `rollout status` follows the rollout from its start.
+    let mut rollout_status = c.kubectl.spawn(&[
+        "-n",
+        NS,
+        "rollout",
+        "status",
+        "deployment/web",
+        "--timeout=60s",
+    ]);
+    wait_for("the rollout to nginx:2", || async {
+        let d = get_deployment(&c, "web").await;
+        if int(&d["metadata"]["generation"]) > generation && rolled_out(&d) {
+            Ok(())
+        } else {
+            Err(d["status"].to_string())
         }
     })
     .await;
+    rollout_status.wait_for(Duration::from_secs(30), "success", |out| {
+        out.contains("deployment \"web\" successfully rolled out")
+    });
+    let rv = get_deployment(&c, "web").await["metadata"]["resourceVersion"].clone();
+    let rv = rv.as_str().unwrap_or_default().to_string();
+    let versions = deployment_watch.wait_for(Duration::from_secs(30), "the final version", |out| {
+        out.lines().any(|l| l.starts_with(&format!("{rv} ")))
+    });
+    let available: Vec<i64> = versions
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(1).and_then(|n| n.parse().ok()))
+        .collect();
     assert!(
-        observations > 1,
-        "the rollout was never observed in progress"
+        available.len() > 2,
+        "the rollout was not seen in progress: {versions}"
     );
+    assert!(
+        available.iter().all(|n| *n >= 3),
+        "availability dropped below 3 (maxUnavailable 0): {versions}"
+    );
+    let events = pod_watch.wait_for(Duration::from_secs(30), "the old pods' deletions", |out| {
+        out.lines().filter(|l| l.starts_with("DELETED")).count() >= 3
+    });
+    let mut live = BTreeSet::new();
+    let mut most = 0;
+    for line in events.lines() {
+        let mut fields = line.split_whitespace();
+        let (kind, name, deleting) = (fields.next(), fields.next(), fields.next().is_some());
+        match (kind, name) {
+            (Some("ADDED" | "MODIFIED"), Some(name)) if !deleting => live.insert(name.to_string()),
+            (Some(_), Some(name)) => live.remove(name),
+            _ => false,
+        };
+        most = most.max(live.len());
+    }
+    assert!(
+        most <= 4,
+        "{most} pods at once (3 replicas, maxSurge 1): {events}"
+    );
+    assert_eq!(live.len(), 3, "{events}");
     c.kubectl.ok(&[
         "-n",
         NS,
@@ -290,6 +351,26 @@ async fn rolling_update_keeps_availability_and_kubectl_rollout_works() {
         Some(json!("NewReplicaSetAvailable"))
     );
 
+    // The Deployment's change-cause is copied to its current ReplicaSet: history shows it.
+    c.kubectl.ok(&[
+        "-n",
+        NS,
+        "annotate",
+        "deployment/web",
+        "kubernetes.io/change-cause=image nginx:2",
+    ]);
+    wait_for("the change-cause on the new replica set", || async {
+        let rs = rs_with_image(&c, "web", "nginx:2")
+            .await
+            .unwrap_or_default();
+        let cause = &rs["metadata"]["annotations"]["kubernetes.io/change-cause"];
+        if cause == "image nginx:2" {
+            Ok(())
+        } else {
+            Err(rs["metadata"].to_string())
+        }
+    })
+    .await;
     let history = c
         .kubectl
         .ok(&["-n", NS, "rollout", "history", "deployment/web"]);
@@ -299,6 +380,12 @@ async fn rolling_update_keeps_availability_and_kubectl_rollout_works() {
         .filter(|w| w.parse::<u32>().is_ok())
         .collect();
     assert_eq!(revisions, ["1", "2"], "{history}");
+    assert!(
+        history
+            .lines()
+            .any(|l| l.starts_with('2') && l.contains("image nginx:2")),
+        "{history}"
+    );
 
     // Undo: back to the first ReplicaSet, under a new revision.
     c.kubectl

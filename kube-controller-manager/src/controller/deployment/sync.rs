@@ -446,3 +446,43 @@ fn is_scaling_event(d: &Deployment, new_rs: Option<&ReplicaSet>, olds: &[Replica
             annotations::desired_replicas_annotation(rs).is_some_and(|n| n != replicas::desired(d))
         })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::annotations::DESIRED_REPLICAS;
+    use super::super::replicas::tests::{deployment, rs};
+    use super::*;
+    use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+
+    fn desired_annotation(mut r: ReplicaSet, n: Option<&str>) -> ReplicaSet {
+        if let Some(n) = n {
+            r.metadata.annotations = Some(BTreeMap::from([(
+                DESIRED_REPLICAS.to_string(),
+                n.to_string(),
+            )]));
+        }
+        r
+    }
+
+    #[test]
+    fn a_resize_is_seen_on_active_sets_only() {
+        let d = deployment(5, IntOrString::Int(1), IntOrString::Int(0));
+        // (new set: size, annotation), (old set: size, annotation) -> scaling event
+        let cases = [
+            ((5, Some("5")), (0, Some("3")), false),
+            ((3, Some("3")), (0, Some("3")), true),
+            ((2, Some("5")), (1, Some("3")), true),
+            ((2, None), (1, None), false),
+            ((0, Some("3")), (0, Some("3")), false),
+        ];
+        for (i, ((n, na), (o, oa), want)) in cases.into_iter().enumerate() {
+            let new_rs = desired_annotation(rs("new", n, n), na);
+            let old = desired_annotation(rs("old", o, o), oa);
+            assert_eq!(
+                is_scaling_event(&d, Some(&new_rs), &[old]),
+                want,
+                "case {i}"
+            );
+        }
+    }
+}
