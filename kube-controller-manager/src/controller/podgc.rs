@@ -83,7 +83,8 @@ impl PodGc {
             let mut missing = self.missing_since.lock();
             let mut deleted = self.deleted_nodes.lock();
             missing.retain(|n, _| referenced.contains(n.as_str()));
-            deleted.retain(|n| !present.contains(n.as_str()));
+            // Forgotten once no pod refers to them, so node churn does not grow the set.
+            deleted.retain(|n| referenced.contains(n.as_str()));
             let mut due = Vec::new();
             let mut next_check: Option<Duration> = None;
             for name in &referenced {
