@@ -3,6 +3,7 @@
 mod backoff;
 mod conditions;
 mod failure_policy;
+mod finalizers;
 mod indexes;
 mod plan;
 mod pods;
@@ -38,6 +39,7 @@ pub fn init(ctx: ControllerContext) -> BoxFuture<'static, InitResult> {
             expectations: ControllerExpectations::new(),
             pod_control: PodControl::new(client, recorder.clone()),
             recorder,
+            finalizers: Default::default(),
             queue: queue.clone(),
         });
 
@@ -68,6 +70,12 @@ pub fn init(ctx: ControllerContext) -> BoxFuture<'static, InitResult> {
                 .on_update(move |old: &Arc<Pod>, cur: &Arc<Pod>| {
                     let old_key = owner_key(old);
                     let cur_key = owner_key(cur);
+                    if let Some(key) = &old_key
+                        && pods::has_finalizer(old)
+                        && !pods::has_finalizer(cur)
+                    {
+                        c2.finalizers.observed(key, &pod_uid(cur));
+                    }
                     if let Some(key) = &cur_key
                         && cur.metadata.deletion_timestamp.is_some()
                         && old.metadata.deletion_timestamp.is_none()
@@ -86,6 +94,7 @@ pub fn init(ctx: ControllerContext) -> BoxFuture<'static, InitResult> {
                 .on_delete(move |d: &Deleted<Pod>| {
                     let pod = d.object();
                     if let Some(key) = owner_key(pod) {
+                        c3.finalizers.observed(&key, &pod_uid(pod));
                         // Deletions already seen as a deletionTimestamp were counted then.
                         if pod.metadata.deletion_timestamp.is_none() {
                             c3.expectations.deletion_observed(&key);
@@ -131,6 +140,10 @@ fn selecting_jobs(jobs: &Lister<Job>, pod: &Pod) -> Vec<String> {
         })
         .map(|j| object_key(j.as_ref()))
         .collect()
+}
+
+fn pod_uid(pod: &Pod) -> String {
+    pod.metadata.uid.clone().unwrap_or_default()
 }
 
 /// The key of the Job controlling `pod`.

@@ -212,7 +212,7 @@ mod tests {
             let j = job(
                 json!({"completions": completions, "parallelism": parallelism, "template": {}}),
             );
-            let t = tally(&j, &pods, false);
+            let t = tally(&j, &pods, false, &Default::default());
             let p = plan(&j, &t, now());
             assert_eq!(p.create.len(), creates, "case {i}");
             assert_eq!(p.delete.len(), deletes, "case {i}");
@@ -232,7 +232,7 @@ mod tests {
             pod("a1b", "Pending", Some(1), t0),
             pod("bad", "Running", None, t0),
         ];
-        let t = tally(&j, &pods, false);
+        let t = tally(&j, &pods, false, &Default::default());
         let p = plan(&j, &t, now());
         assert_eq!(p.create, vec![Some((2, 0)), Some((3, 0))]);
         let mut deleted: Vec<_> = p

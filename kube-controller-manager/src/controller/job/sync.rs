@@ -5,6 +5,7 @@
 use super::conditions::{
     self, COMPLETE, FAILED, FAILURE_TARGET, SUCCESS_CRITERIA_MET, SUSPENDED, finished,
 };
+use super::finalizers::FinalizerExpectations;
 use super::indexes;
 use super::pods::{TRACKING_FINALIZER, base_template, has_finalizer, is_indexed, new_pod};
 use super::tally::{Tally, tally};
@@ -39,6 +40,7 @@ pub struct Controller {
     pub expectations: ControllerExpectations,
     pub pod_control: PodControl,
     pub recorder: EventRecorder,
+    pub finalizers: FinalizerExpectations,
     pub queue: RateLimitingQueue<String>,
 }
 
@@ -62,7 +64,8 @@ impl Controller {
         };
         let Some(job) = self.jobs.namespace(ns).get(name) else {
             self.expectations.delete(&key);
-            return self.release_orphans(ns, name).await;
+            self.finalizers.delete(&key);
+            return self.release_orphans(&key, ns, name).await;
         };
         let spec = job.spec.clone().unwrap_or_default();
         if spec
@@ -77,7 +80,8 @@ impl Controller {
         let pods = self.claim_pods(&job).await?;
         let done_before = finished(&job).cloned();
         let deleting = job.metadata.deletion_timestamp.is_some();
-        let t = tally(&job, &pods, done_before.is_some() || deleting);
+        let pending = self.finalizers.pending(&key);
+        let t = tally(&job, &pods, done_before.is_some() || deleting, &pending);
         let old_status = job.status.clone().unwrap_or_default();
         let mut status = old_status.clone();
         let job_ref = object_reference(&job.metadata, "batch/v1", "Job");
@@ -143,7 +147,7 @@ impl Controller {
             job = self.write_status(&job, status.clone()).await?;
         }
         // Step 2: drop the finalizers.
-        let released = self.release(&t.release).await;
+        let released = self.release(&key, &t.release).await;
         // Step 3: count what is released (or gone) and, when nothing is left, finish.
         let present: std::collections::HashMap<String, bool> = pods
             .iter()
@@ -320,7 +324,7 @@ impl Controller {
             let name = pod.metadata.name.clone().unwrap_or_default();
             let mut result = Ok(());
             if has_finalizer(pod) {
-                result = self.remove_finalizer(pod).await;
+                result = self.remove_finalizer(key, pod).await;
             }
             if result.is_ok() {
                 result = self.pod_control.delete_pod(&ns, &name, job_ref).await;
@@ -339,9 +343,9 @@ impl Controller {
     }
 
     /// Drops the tracking finalizer of `pods`; returns the uids done (or gone).
-    async fn release(&self, pods: &[Arc<Pod>]) -> HashSet<String> {
+    async fn release(&self, key: &str, pods: &[Arc<Pod>]) -> HashSet<String> {
         let results =
-            futures::future::join_all(pods.iter().map(|p| self.remove_finalizer(p))).await;
+            futures::future::join_all(pods.iter().map(|p| self.remove_finalizer(key, p))).await;
         pods.iter()
             .zip(results)
             .filter_map(|(p, r)| match r {
@@ -354,9 +358,12 @@ impl Controller {
             .collect()
     }
 
-    async fn remove_finalizer(&self, pod: &Pod) -> anyhow::Result<()> {
+    /// Removes the tracking finalizer of `pod` (of the Job `key`), expecting to see it gone.
+    async fn remove_finalizer(&self, key: &str, pod: &Pod) -> anyhow::Result<()> {
         let ns = pod.metadata.namespace.as_deref().unwrap_or_default();
         let name = pod.metadata.name.as_deref().unwrap_or_default();
+        let pod_uid = uid(pod);
+        self.finalizers.expect(key, &pod_uid);
         let api: Api<Pod> = Api::namespaced(self.client.clone(), ns);
         let patch = serde_json::json!({"metadata": {
             "$deleteFromPrimitiveList/finalizers": [TRACKING_FINALIZER],
@@ -366,8 +373,14 @@ impl Controller {
             .await
         {
             Ok(_) => Ok(()),
-            Err(err) if is_not_found(&err) => Ok(()),
-            Err(err) => Err(err).with_context(|| format!("patching pod {ns}/{name}")),
+            Err(err) if is_not_found(&err) => {
+                self.finalizers.observed(key, &pod_uid);
+                Ok(())
+            }
+            Err(err) => {
+                self.finalizers.observed(key, &pod_uid);
+                Err(err).with_context(|| format!("patching pod {ns}/{name}"))
+            }
         }
     }
 
@@ -413,12 +426,12 @@ impl Controller {
     }
 
     /// A deleted Job's pods keep no tracking finalizer: nobody would remove it.
-    async fn release_orphans(&self, ns: &str, name: &str) -> anyhow::Result<()> {
+    async fn release_orphans(&self, key: &str, ns: &str, name: &str) -> anyhow::Result<()> {
         let orphans = self.pods.namespace(ns).list_matching(|p| {
             has_finalizer(p)
                 && controller_of(&p.metadata).is_some_and(|r| r.kind == "Job" && r.name == name)
         });
-        let released = self.release(&orphans).await;
+        let released = self.release(key, &orphans).await;
         if released.len() < orphans.len() {
             anyhow::bail!("tracking finalizers of job {ns}/{name}'s pods not all removed");
         }

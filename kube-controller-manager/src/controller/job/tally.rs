@@ -34,8 +34,14 @@ pub struct Tally {
 }
 
 /// Reads `pods` (the Job's own) against the Job's status. `releasing_all` (Job finished or
-/// being deleted) releases every tracked pod.
-pub fn tally(job: &Job, pods: &[Arc<Pod>], releasing_all: bool) -> Tally {
+/// being deleted) releases every tracked pod; `pending` are the pods whose finalizer removal
+/// the cache has not shown yet (already counted: left alone).
+pub fn tally(
+    job: &Job,
+    pods: &[Arc<Pod>],
+    releasing_all: bool,
+    pending: &HashSet<String>,
+) -> Tally {
     let spec = job.spec.clone().unwrap_or_default();
     let status = job.status.clone().unwrap_or_default();
     let completions = spec.completions.unwrap_or(0);
@@ -102,7 +108,7 @@ pub fn tally(job: &Job, pods: &[Arc<Pod>], releasing_all: bool) -> Tally {
                 entry.1 = entry.1.max(finish_time(pod));
             }
         }
-        if !has_finalizer(pod) {
+        if !has_finalizer(pod) || pending.contains(&uid(pod)) {
             continue;
         }
         if succeeded || failed || pod.metadata.deletion_timestamp.is_some() || releasing_all {
@@ -224,7 +230,7 @@ mod tests {
                 json!({"metadata": {"finalizers": []}}),
             ),
         ];
-        let t = tally(&j, &pods, false);
+        let t = tally(&j, &pods, false, &HashSet::new());
         assert_eq!(t.uncounted_succeeded, vec!["s0", "s1"]);
         // A pod deleted before it finished counts as failed without a failure policy.
         assert_eq!(t.uncounted_failed, vec!["f1", "d1"]);
@@ -266,7 +272,7 @@ mod tests {
             pod("ignored", "Failed", Some(3), json!({})),
             failed_twice,
         ];
-        let t = tally(&j, &pods, false);
+        let t = tally(&j, &pods, false, &HashSet::new());
         // Index 0 was already complete: its second success is not counted.
         assert_eq!(t.uncounted_succeeded, vec!["s1"]);
         assert_eq!(
