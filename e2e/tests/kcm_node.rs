@@ -43,6 +43,11 @@ struct Kubelet {
 
 impl Kubelet {
     async fn start(api: &Arc<ApiServer>, node: &str) -> Self {
+        Self::reporting(api, node, Health::Ready).await
+    }
+
+    /// A kubelet that keeps posting `health`.
+    async fn reporting(api: &Arc<ApiServer>, node: &str, health: Health) -> Self {
         let now = micro_time(jiff::Timestamp::now());
         create(
             api,
@@ -56,7 +61,7 @@ impl Kubelet {
         let task = tokio::spawn(async move {
             loop {
                 if flag.load(Ordering::SeqCst) {
-                    heartbeat(&api, &node).await;
+                    post_status(&api, &node, health).await;
                 }
                 tokio::time::sleep(Duration::from_secs(1)).await;
             }
@@ -75,7 +80,18 @@ impl Drop for Kubelet {
     }
 }
 
+#[derive(Clone, Copy)]
+enum Health {
+    Ready,
+    /// Ready=False and MemoryPressure=True: the kubelet is alive but the node is not fine.
+    Sick,
+}
+
 async fn heartbeat(api: &ApiServer, node: &str) {
+    post_status(api, node, Health::Ready).await
+}
+
+async fn post_status(api: &ApiServer, node: &str, health: Health) {
     let now = jiff::Timestamp::now();
     let lease = format!("/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{node}");
     let patch = json!({"spec": {"renewTime": micro_time(now)}});
@@ -87,11 +103,18 @@ async fn heartbeat(api: &ApiServer, node: &str) {
             patch.to_string(),
         )
         .await;
-    let status = json!({"status": {"conditions": [{
-        "type": "Ready", "status": "True", "reason": "KubeletReady",
-        "message": "kubelet is posting ready status",
-        "lastHeartbeatTime": now.to_string(), "lastTransitionTime": now.to_string(),
-    }]}});
+    let (ready, reason, memory) = match health {
+        Health::Ready => ("True", "KubeletReady", "False"),
+        Health::Sick => ("False", "KubeletNotReady", "True"),
+    };
+    let condition = |type_: &str, status: &str, reason: &str| {
+        json!({"type": type_, "status": status, "reason": reason, "message": reason,
+               "lastHeartbeatTime": now.to_string(), "lastTransitionTime": now.to_string()})
+    };
+    let status = json!({"status": {"conditions": [
+        condition("Ready", ready, reason),
+        condition("MemoryPressure", memory, "KubeletMemoryPressure"),
+    ]}});
     let _ = api
         .request(
             "PATCH",
@@ -171,6 +194,21 @@ async fn node_health_taints_and_eviction() {
     // evicting, assuming the controller itself is cut off).
     Node::new("steady").create(&api).await;
     let _steady = Kubelet::start(&api, "steady").await;
+
+    // A kubelet reporting trouble: condition taints, and a NoExecute not-ready taint (its own
+    // zone, so the eviction rate limit of the other zone is not shared).
+    Node::new("sick")
+        .label("topology.kubernetes.io/zone", "z2")
+        .create(&api)
+        .await;
+    let _sick = Kubelet::reporting(&api, "sick", Health::Sick).await;
+    wait_for_node(&api, "sick", "not-ready and memory-pressure taints", |n| {
+        has_taint(n, "node.kubernetes.io/not-ready", "NoSchedule")
+            && has_taint(n, "node.kubernetes.io/memory-pressure", "NoSchedule")
+            && has_taint(n, "node.kubernetes.io/not-ready", "NoExecute")
+            && !has_taint(n, "node.kubernetes.io/unreachable", "NoExecute")
+    })
+    .await;
 
     // Created as a kubelet registers: the admission's not-ready taint, then Ready=True.
     let created = create(
