@@ -68,6 +68,17 @@ async fn root_ca_published(api: &ApiServer, ns: &str, ca: &str) -> Result<(), St
 
 async fn start_kcm(cluster: &SecureCluster, name: &str, extra: &[&str]) -> ControllerManager {
     let root_ca = format!("--root-ca-file={}", cluster.server.ca_file().display());
+    let mut with_root_ca = vec![root_ca.as_str()];
+    with_root_ca.extend_from_slice(extra);
+    start_kcm_without_root_ca(cluster, name, &with_root_ca).await
+}
+
+/// Without `--root-ca-file`, as upstream, the CA of the kubeconfig is published.
+async fn start_kcm_without_root_ca(
+    cluster: &SecureCluster,
+    name: &str,
+    extra: &[&str],
+) -> ControllerManager {
     let key = format!(
         "--service-account-private-key-file={}",
         cluster.signing_key.display()
@@ -80,12 +91,7 @@ async fn start_kcm(cluster: &SecureCluster, name: &str, extra: &[&str]) -> Contr
         "--cluster-signing-key-file={}",
         cluster.pki.ca_key_file().display()
     );
-    let mut args = vec![
-        root_ca.as_str(),
-        key.as_str(),
-        signing_cert.as_str(),
-        signing_key.as_str(),
-    ];
+    let mut args = vec![key.as_str(), signing_cert.as_str(), signing_key.as_str()];
     args.extend_from_slice(extra);
     ControllerManager::start(&cluster.dir().join(name), &cluster.server, &args)
         .await
@@ -235,7 +241,7 @@ async fn namespaces_get_their_default_account_root_ca_and_working_legacy_tokens(
 async fn controllers_act_as_their_own_service_accounts() {
     let cluster = SecureCluster::start(&[]).await;
     let api = &cluster.server;
-    let kcm = start_kcm(
+    let kcm = start_kcm_without_root_ca(
         &cluster,
         "kcm",
         &[
@@ -290,11 +296,24 @@ async fn controllers_act_as_their_own_service_accounts() {
         uid_of(api, "/api/v1/namespaces/team-b/serviceaccounts/default")
     })
     .await;
-    wait_for("kube-root-ca.crt of team-b", || async {
-        let ca = std::fs::read_to_string(api.ca_file()).map_err(|e| e.to_string())?;
-        root_ca_published(api, "team-b", &ca).await
+    // No --root-ca-file: the CA of the controller manager's kubeconfig is published.
+    let published = wait_for("kube-root-ca.crt of team-b", || async {
+        let path = "/api/v1/namespaces/team-b/configmaps/kube-root-ca.crt";
+        let cm = get(api, path).await.ok_or("no kube-root-ca.crt")?;
+        cm["data"]["ca.crt"]
+            .as_str()
+            .map(str::to_string)
+            .ok_or_else(|| cm.to_string())
     })
     .await;
+    let der = |pem_text: &[u8]| {
+        x509_parser::pem::parse_x509_pem(pem_text)
+            .expect("a PEM certificate")
+            .1
+            .contents
+    };
+    let kubeconfig_ca = std::fs::read(api.ca_file()).expect("CA file");
+    assert_eq!(der(published.as_bytes()), der(&kubeconfig_ca));
 }
 
 /// A PEM certificate request for `cn` in `orgs`, and its private key (PEM).

@@ -23,15 +23,14 @@ kube-apiserver when using internal endpoints such as the internal service IP or 
 kubernetes.default.svc. No other usage is guaranteed across distributions of Kubernetes clusters.";
 
 pub(crate) async fn init(ctx: ControllerContext) -> InitResult {
-    let Some(ca_file) = ctx.settings.root_ca_file.clone() else {
+    let Some(ca) = super::root_ca(&ctx)? else {
         tracing::info!(
             controller = NAME,
-            "skipping controller: no CA bundle to publish (--root-ca-file is not set)"
+            "skipping controller: no CA bundle to publish (neither --root-ca-file nor a CA in the kubeconfig)"
         );
         return Ok(None);
     };
-    let ca = std::fs::read_to_string(&ca_file)
-        .with_context(|| format!("reading --root-ca-file {}", ca_file.display()))?;
+    let ca = String::from_utf8(ca).context("the root CA bundle is not text")?;
     let client = ctx.client_for("root-ca-cert-publisher").await?;
     let namespaces = ctx.informers.informer::<Namespace>();
     let config_maps = ctx.informers.informer::<ConfigMap>();

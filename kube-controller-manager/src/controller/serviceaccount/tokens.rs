@@ -40,13 +40,7 @@ pub(crate) async fn init(ctx: ControllerContext) -> InitResult {
         return Ok(None);
     };
     let signer = LegacyTokenSigner::load(&key_file)?;
-    let root_ca = match &ctx.settings.root_ca_file {
-        Some(path) => Some(
-            std::fs::read(path)
-                .with_context(|| format!("reading --root-ca-file {}", path.display()))?,
-        ),
-        None => None,
-    };
+    let root_ca = crate::controller::rootcacertpublisher::root_ca(&ctx)?;
     let accounts = ctx.informers.informer::<ServiceAccount>();
     let secrets = ctx.informers.informer::<Secret>();
     let account_queue: RateLimitingQueue<String> =
