@@ -216,7 +216,11 @@ async fn endpoints_and_slices_follow_pods() {
     let mut p2 = pod("p2", "web", 8080, Some("n1"));
     // Holds p2 while it is being deleted, so it shows as terminating.
     p2["metadata"]["finalizers"] = json!([HOLD]);
-    let p1 = create_pod(api, ns, &pod("p1", "web", 8080, Some("n1"))).await;
+    // p1 names the service as its subdomain: its hostname is published.
+    let mut p1 = pod("p1", "web", 8080, Some("n1"));
+    p1["spec"]["hostname"] = json!("p1");
+    p1["spec"]["subdomain"] = json!("web");
+    let p1 = create_pod(api, ns, &p1).await;
     let p2 = create_pod(api, ns, &p2).await;
     let p3 = create_pod(api, ns, &pod("p3", "web", 8080, Some("n1"))).await;
     create_pod(api, ns, &pod("other", "db", 8080, Some("n1"))).await;
@@ -241,6 +245,7 @@ async fn endpoints_and_slices_follow_pods() {
         .and_then(|a| a.iter().find(|a| a["ip"] == "10.0.0.1"))
         .expect("p1's address");
     assert_eq!(address["nodeName"], "n1");
+    assert_eq!(address["hostname"], "p1");
     assert_eq!(address["targetRef"]["kind"], "Pod");
     assert_eq!(address["targetRef"]["name"], "p1");
     assert_eq!(endpoints["metadata"]["labels"]["tier"], "front");
@@ -280,6 +285,7 @@ async fn endpoints_and_slices_follow_pods() {
     assert_eq!(first["zone"], "zone-a");
     assert_eq!(first["nodeName"], "n1");
     assert_eq!(first["targetRef"]["name"], "p1");
+    assert_eq!(first["hostname"], "p1");
 
     // A terminating pod leaves the Endpoints and stays in the slice as terminating.
     let (status, body) = api
