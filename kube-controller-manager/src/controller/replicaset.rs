@@ -11,6 +11,7 @@ use super::worker::run_workers;
 use super::{ControllerContext, InitResult};
 use crate::controller::utils::expectations::UidTrackingExpectations;
 use crate::controller::utils::pod_control::PodControl;
+use crate::controller::utils::pods::add_controller_uid_index;
 use client_go_rs::informers::EventHandlerFuncs;
 use client_go_rs::workqueue::RateLimitingQueue;
 use futures::future::BoxFuture;
@@ -42,6 +43,7 @@ async fn start<T: ReplicatedSet>(
 ) -> InitResult {
     let client = ctx.client_for(T::SERVICE_ACCOUNT).await?;
     let pod_informer = ctx.informers.informer::<Pod>();
+    add_controller_uid_index(&pod_informer)?;
     let set_informer = ctx.informers.informer::<T>();
     let queue: RateLimitingQueue<String> = RateLimitingQueue::default_controller(T::QUEUE_NAME);
     let controller = Arc::new(Controller::<T> {

@@ -8,7 +8,9 @@ use crate::controller::utils::controller_ref::{
 };
 use crate::controller::utils::expectations::UidTrackingExpectations;
 use crate::controller::utils::pod_control::{PodControl, is_namespace_terminating};
-use crate::controller::utils::pods::{is_pod_active, pods_to_delete, slow_start_batch};
+use crate::controller::utils::pods::{
+    is_pod_active, pods_by_controller, pods_to_delete, slow_start_batch,
+};
 use anyhow::Context as _;
 use client_go_rs::listers::{Lister, object_key, split_key};
 use client_go_rs::workqueue::RateLimitingQueue;
@@ -80,10 +82,9 @@ impl<T: ReplicatedSet> Controller<T> {
                 return Ok(());
             }
         };
-        let active: Vec<Arc<Pod>> = self
-            .pods
-            .namespace(ns)
-            .list()
+        let uid_str = set.meta().uid.clone().unwrap_or_default();
+        let active: Vec<Arc<Pod>> = pods_by_controller(&self.pods, ns, &uid_str, true)
+            .unwrap_or_else(|| self.pods.namespace(ns).list())
             .into_iter()
             .filter(|p| is_pod_active(p))
             .collect();
@@ -240,9 +241,13 @@ impl<T: ReplicatedSet> Controller<T> {
             .filter(|rs| controller_of(&rs.metadata).is_some_and(|r| r.uid == owner.uid))
             .filter_map(|rs| rs.metadata.uid.clone())
             .collect();
-        self.pods
-            .namespace(&ns)
-            .list()
+        let indexed: Option<Vec<Arc<Pod>>> = siblings
+            .iter()
+            .map(|uid| pods_by_controller(&self.pods, &ns, uid, false))
+            .collect::<Option<Vec<_>>>()
+            .map(|lists| lists.into_iter().flatten().collect());
+        indexed
+            .unwrap_or_else(|| self.pods.namespace(&ns).list())
             .into_iter()
             .filter(|p| is_pod_active(p))
             .filter(|p| controller_of(&p.metadata).is_some_and(|r| siblings.contains(&r.uid)))

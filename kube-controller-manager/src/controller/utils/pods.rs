@@ -9,6 +9,56 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
 
+/// The pod index by controller uid (orphans under `<namespace>/_ORPHAN_POD`), as upstream's
+/// `PodControllerUIDIndex`: a controller's sync reads its own pods and the orphans it may
+/// adopt instead of every pod of the namespace.
+pub const CONTROLLER_UID_INDEX: &str = "controllerUID";
+const ORPHAN_POD: &str = "_ORPHAN_POD";
+
+fn controller_uid_index_values(pod: &Pod) -> Vec<String> {
+    let controller = pod
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .find(|r| r.controller == Some(true));
+    match controller {
+        Some(r) => vec![r.uid.clone()],
+        None => {
+            let ns = pod.metadata.namespace.as_deref().unwrap_or("");
+            vec![format!("{ns}/{ORPHAN_POD}")]
+        }
+    }
+}
+
+/// Adds [`CONTROLLER_UID_INDEX`] to the pod cache (a no-op when another controller did).
+pub fn add_controller_uid_index(
+    informer: &client_go_rs::informers::SharedInformer<Pod>,
+) -> anyhow::Result<()> {
+    match informer.add_indexer(CONTROLLER_UID_INDEX, controller_uid_index_values) {
+        Ok(()) | Err(client_go_rs::listers::IndexerError::Conflict(_)) => Ok(()),
+        Err(e) => Err(anyhow::Error::new(e).context("adding the controller uid pod index")),
+    }
+}
+
+/// The cached pods controlled by `uid` and, with `orphans`, the orphans of `namespace`;
+/// `None` when the cache has no [`CONTROLLER_UID_INDEX`].
+pub fn pods_by_controller(
+    pods: &client_go_rs::listers::Lister<Pod>,
+    namespace: &str,
+    uid: &str,
+    orphans: bool,
+) -> Option<Vec<Arc<Pod>>> {
+    let mut out = pods.by_index(CONTROLLER_UID_INDEX, uid).ok()?;
+    // A uid is unique, but a pod of another namespace naming it is no pod of this owner.
+    out.retain(|p| p.metadata.namespace.as_deref() == Some(namespace));
+    if orphans {
+        let key = format!("{namespace}/{ORPHAN_POD}");
+        out.extend(pods.by_index(CONTROLLER_UID_INDEX, &key).ok()?);
+    }
+    Some(out)
+}
+
 /// The annotation a user sets to tell the ReplicaSet controller which pods to delete first.
 pub const POD_DELETION_COST: &str = "controller.kubernetes.io/pod-deletion-cost";
 
@@ -573,6 +623,59 @@ mod tests {
             assert_eq!(order.len(), 1);
             assert_eq!(order[0].metadata.name.as_deref(), Some("a"), "{what}");
         }
+    }
+
+    #[test]
+    fn controller_uid_index() {
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+        let owned = |name: &str, ns: &str, uid: Option<&str>| {
+            let mut p = Pod::default();
+            p.metadata.name = Some(name.into());
+            p.metadata.namespace = Some(ns.into());
+            p.metadata.owner_references = uid.map(|u| {
+                vec![OwnerReference {
+                    uid: u.into(),
+                    controller: Some(true),
+                    ..Default::default()
+                }]
+            });
+            Arc::new(p)
+        };
+        let indexer = Arc::new(client_go_rs::listers::Indexer::new());
+        let lister = client_go_rs::listers::Lister::new(indexer.clone());
+        assert!(
+            pods_by_controller(&lister, "ns", "u1", true).is_none(),
+            "no index yet"
+        );
+        indexer
+            .add_indexer(CONTROLLER_UID_INDEX, controller_uid_index_values)
+            .unwrap_or_else(|e| panic!("{e}"));
+        for p in [
+            owned("a", "ns", Some("u1")),
+            owned("b", "ns", Some("u2")),
+            owned("c", "ns", None),
+            owned("d", "other", None),
+        ] {
+            indexer.insert(p);
+        }
+        let names = |pods: Option<Vec<Arc<Pod>>>| {
+            let mut n: Vec<String> = pods
+                .unwrap_or_default()
+                .iter()
+                .filter_map(|p| p.metadata.name.clone())
+                .collect();
+            n.sort();
+            n
+        };
+        assert_eq!(
+            names(pods_by_controller(&lister, "ns", "u1", true)),
+            ["a", "c"]
+        );
+        assert_eq!(names(pods_by_controller(&lister, "ns", "u1", false)), ["a"]);
+        assert_eq!(
+            names(pods_by_controller(&lister, "other", "u2", true)),
+            ["d"]
+        );
     }
 
     #[test]
