@@ -8,7 +8,9 @@ use crate::controller::endpoint::pods::{
     pod_reference, publishes_not_ready, service_address_types, should_pod_be_in_endpoints,
 };
 use k8s_openapi::api::core::v1::{Pod, Service};
-use k8s_openapi::api::discovery::v1::{Endpoint, EndpointConditions, EndpointPort};
+use k8s_openapi::api::discovery::v1::{
+    Endpoint, EndpointConditions, EndpointHints, EndpointPort, ForZone,
+};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -23,6 +25,12 @@ pub fn desired_groups(
     zone_of: ZoneOf<'_>,
 ) -> (Vec<DesiredGroup>, Vec<String>) {
     let publish = publishes_not_ready(service);
+    // trafficDistribution PreferClose: each zoned endpoint is hinted for its own zone.
+    let prefer_close = service
+        .spec
+        .as_ref()
+        .and_then(|s| s.traffic_distribution.as_deref())
+        == Some("PreferClose");
     let families = service_address_types(service);
     let service_ports = service
         .spec
@@ -73,6 +81,13 @@ pub fn desired_groups(
             let serving = is_pod_ready(pod);
             // Never ready while terminating, unless every address is published.
             let ready = publish || (serving && !terminating);
+            let hints = zone
+                .as_ref()
+                .filter(|_| prefer_close)
+                .map(|z| EndpointHints {
+                    for_zones: Some(vec![ForZone { name: z.clone() }]),
+                    ..Default::default()
+                });
             let endpoint = Endpoint {
                 addresses: vec![ip],
                 conditions: Some(EndpointConditions {
@@ -84,6 +99,7 @@ pub fn desired_groups(
                 node_name: node,
                 zone,
                 target_ref: Some(pod_reference(pod)),
+                hints,
                 ..Default::default()
             };
             by_ports
@@ -244,6 +260,29 @@ mod tests {
         assert!(errors.is_empty());
         let ready: Vec<bool> = summarize(&groups)[0].1.iter().map(|e| e.1).collect();
         assert_eq!(ready, vec![true, true, true, true]);
+    }
+
+    #[test]
+    fn prefer_close_hints_zoned_endpoints() {
+        let pods = vec![
+            pod("a", &["10.0.0.1"], true, false, "n1"),
+            pod("b", &["10.0.0.2"], true, false, "n2"),
+        ];
+        let hints = |svc: &Service| -> Vec<Option<String>> {
+            let (groups, _) = desired_groups(svc, &pods, &zone_of);
+            groups[0]
+                .endpoints
+                .iter()
+                .map(|e| {
+                    let zones = e.hints.as_ref().and_then(|h| h.for_zones.clone());
+                    zones.map(|z| z[0].name.clone())
+                })
+                .collect()
+        };
+        let mut svc = service(&["IPv4"], false);
+        assert_eq!(hints(&svc), vec![None, None]);
+        svc.spec.as_mut().unwrap().traffic_distribution = Some("PreferClose".into());
+        assert_eq!(hints(&svc), vec![Some("z1".to_string()), None]);
     }
 
     #[test]
