@@ -326,6 +326,70 @@ async fn pod_failure_policy(api: &ApiServer) {
     assert_eq!(pods_of(api, ns, "exit42").await.len(), 1);
 }
 
+/// backoffLimitPerIndex 0: index 0 fails for good at its first failure while index 1
+/// succeeds; the Job fails with FailedIndexes once every index is settled.
+async fn per_index_backoff(api: &ApiServer) {
+    let ns = "perindex";
+    create_namespace(api, ns).await;
+    let spec = json!({"completions": 2, "parallelism": 2, "completionMode": "Indexed",
+                      "backoffLimitPerIndex": 0});
+    create(api, &jobs(ns), &job("pix", spec)).await;
+    for pod in wait_active(api, ns, "pix", 2).await {
+        let index = &pod["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"];
+        assert_eq!(
+            pod["metadata"]["annotations"]["batch.kubernetes.io/job-index-failure-count"],
+            "0"
+        );
+        let exit_code = if index == "0" { 1 } else { 0 };
+        mark_pod_finished(api, &pod, exit_code).await;
+    }
+    let j = wait_condition(api, ns, "pix", "Failed").await;
+    assert_eq!(
+        condition(&j, "Failed").expect("Failed")["reason"],
+        "FailedIndexes"
+    );
+    assert_eq!(j["status"]["failedIndexes"], "0", "{}", j["status"]);
+    assert_eq!(j["status"]["completedIndexes"], "1", "{}", j["status"]);
+    assert_eq!(
+        pods_of(api, ns, "pix").await.len(),
+        2,
+        "no retry of index 0"
+    );
+}
+
+/// An Ignore rule on DisruptionTarget: the disrupted pod is replaced at once (no backoff)
+/// and not counted as failed.
+async fn ignored_disruption(api: &ApiServer) {
+    let ns = "disrupted";
+    create_namespace(api, ns).await;
+    let spec = json!({"backoffLimit": 0, "podFailurePolicy": {"rules": [
+        {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]},
+    ]}});
+    create(api, &jobs(ns), &job("evicted", spec)).await;
+    let pods = wait_active(api, ns, "evicted", 1).await;
+    let first = name(&pods[0]);
+    let now = jiff::Timestamp::now().to_string();
+    merge_patch(
+        api,
+        &format!("/api/v1/namespaces/{ns}/pods/{first}/status"),
+        &json!({"status": {"phase": "Failed", "conditions": [
+            {"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI",
+             "lastTransitionTime": now},
+        ]}}),
+    )
+    .await;
+    let replacement = wait_active(api, ns, "evicted", 1).await;
+    assert_ne!(name(&replacement[0]), first);
+    mark_pod_finished(api, &replacement[0], 0).await;
+    let j = wait_condition(api, ns, "evicted", "Complete").await;
+    assert!(
+        j["status"]["failed"].is_null() || j["status"]["failed"] == 0,
+        "{}",
+        j["status"]
+    );
+    assert_eq!(j["status"]["succeeded"], 1);
+}
+
 /// ttlSecondsAfterFinished 1: the finished Job is deleted in the foreground (no garbage
 /// collector runs here, so it stays marked with the foregroundDeletion finalizer).
 async fn ttl_after_finished(api: &ApiServer) {
@@ -493,6 +557,8 @@ async fn job_cronjob_and_ttl_controllers() {
             deadline(&api),
             suspend_resume(&api),
             pod_failure_policy(&api),
+            per_index_backoff(&api),
+            ignored_disruption(&api),
             ttl_after_finished(&api),
             cronjob_forbid(&api),
         )
