@@ -169,11 +169,7 @@ pub fn validate_kubelet_client(req: &Request, usages: &[String]) -> Result<(), S
     if !req.common_name.starts_with("system:node:") {
         return Err("subject common name does not begin with system:node:".into());
     }
-    usages_within(
-        usages,
-        &["key encipherment", "digital signature", "client auth"],
-    )?;
-    require_usage(usages, "client auth")
+    usages_exactly(usages, "client auth")
 }
 
 /// Upstream's checks of a kubelet serving request (`ValidateKubeletServingCSR`).
@@ -193,11 +189,24 @@ pub fn validate_kubelet_serving(req: &Request, usages: &[String]) -> Result<(), 
     if !req.common_name.starts_with("system:node:") {
         return Err("subject common name does not begin with system:node:".into());
     }
-    usages_within(
-        usages,
-        &["key encipherment", "digital signature", "server auth"],
-    )?;
-    require_usage(usages, "server auth")
+    usages_exactly(usages, "server auth")
+}
+
+/// Upstream's kubelet usages: exactly digital signature and `auth`, plus key encipherment
+/// (meant for RSA keys).
+fn usages_exactly(usages: &[String], auth: &str) -> Result<(), String> {
+    let mut got: Vec<&str> = usages.iter().map(String::as_str).collect();
+    got.sort_unstable();
+    got.dedup();
+    let mut with_rsa = vec!["digital signature", "key encipherment", auth];
+    with_rsa.sort_unstable();
+    let mut without_rsa = vec!["digital signature", auth];
+    without_rsa.sort_unstable();
+    if got == with_rsa || got == without_rsa {
+        Ok(())
+    } else {
+        Err(format!("usages did not match {with_rsa:?}"))
+    }
 }
 
 /// Whether `signer` is one this controller manager signs for, and if so whether the request
@@ -275,6 +284,7 @@ pub(crate) mod tests {
         let user = parse_request(csr_pem("alice", &["devs"], &[]).0.as_bytes()).expect("parse");
         let client_usages = usages(&["digital signature", "client auth"]);
         let serving_usages = usages(&["digital signature", "server auth"]);
+        let only_client_auth = usages(&["client auth"]);
         // (what, signer, request, usages, accepted: None when not ours to sign)
         type Case<'a> = (&'a str, &'a str, &'a Request, &'a [String], Option<bool>);
         let cases: &[Case] = &[
