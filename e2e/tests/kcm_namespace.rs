@@ -185,12 +185,17 @@ async fn kubectl_deletes_a_namespace_full_of_objects_of_eleven_kinds() {
         .await;
         assert!(claim["metadata"]["finalizers"].is_null(), "{claim}");
     }
+    let started = std::time::Instant::now();
     c.delete_namespace(ns);
     let terminating = get(&c.api, &format!("/api/v1/namespaces/{ns}")).await;
     if let Some(n) = terminating {
         assert!(!n["metadata"]["deletionTimestamp"].is_null(), "{n}");
     }
     c.wait_namespace_gone(ns).await;
+    eprintln!(
+        "namespace with {created} objects deleted in {:?}",
+        started.elapsed()
+    );
     // Everything went with it, the custom resources included.
     for (collection, _) in objects(0) {
         let (group_path, resource) = collection.rsplit_once('/').expect("path");

@@ -18,7 +18,14 @@ const NAME: &str = "namespace";
 
 pub fn init(ctx: ControllerContext) -> BoxFuture<'static, InitResult> {
     Box::pin(async move {
-        let client = ctx.client_for("namespace-controller").await?;
+        // Emptying a namespace is a burst of discovery, list and delete calls: as upstream,
+        // where every controller's client has its own QPS budget, it must not queue behind
+        // the other controllers' requests.
+        let client = if ctx.settings.use_service_account_credentials {
+            ctx.client_for("namespace-controller").await?
+        } else {
+            ctx.client_config.build_client()?
+        };
         let informer = ctx.informers.informer::<Namespace>();
         let queue: RateLimitingQueue<String> = RateLimitingQueue::default_controller(NAME);
         let enqueue = {
@@ -73,7 +80,10 @@ pub fn init(ctx: ControllerContext) -> BoxFuture<'static, InitResult> {
                 let deleter = deleter.clone();
                 let requeue = requeue.clone();
                 async move {
-                    match deleter.delete(&name).await? {
+                    let started = std::time::Instant::now();
+                    let outcome = deleter.delete(&name).await;
+                    tracing::debug!(namespace = %name, elapsed = ?started.elapsed(), ?outcome, "finished syncing namespace");
+                    match outcome? {
                         Outcome::Done => {}
                         Outcome::Remaining(estimate) => {
                             let secs = u64::try_from(estimate / 2 + 1).unwrap_or(1);

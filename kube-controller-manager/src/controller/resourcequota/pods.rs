@@ -132,13 +132,12 @@ pub fn usage(pod: &Pod, now: jiff::Timestamp) -> ResourceList {
 /// Whether a pod falls under one scope requirement of a quota.
 pub fn matches_scope(pod: &Pod, req: &ScopedResourceSelectorRequirement) -> bool {
     let spec = pod.spec.as_ref();
+    let terminating = spec
+        .and_then(|s| s.active_deadline_seconds)
+        .is_some_and(|d| d >= 0);
     match req.scope_name.as_str() {
-        "Terminating" => spec
-            .and_then(|s| s.active_deadline_seconds)
-            .is_some_and(|d| d >= 0),
-        "NotTerminating" => !spec
-            .and_then(|s| s.active_deadline_seconds)
-            .is_some_and(|d| d >= 0),
+        "Terminating" => terminating,
+        "NotTerminating" => !terminating,
         "BestEffort" => is_best_effort(pod),
         "NotBestEffort" => !is_best_effort(pod),
         "PriorityClass" => {

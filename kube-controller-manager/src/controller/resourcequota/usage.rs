@@ -302,7 +302,7 @@ mod tests {
             json!(["BestEffort"]),
         );
         let got = canonical(&calculate(&q, &contents(), jiff::Timestamp::now()));
-        // The failed pod is best effort too but terminal; only the live one without requests.
+        // Only the live pod without requests is best effort.
         assert_eq!(got.get("pods").map(String::as_str), Some("1"));
         assert_eq!(got.get("configmaps").map(String::as_str), Some("0"));
     }
