@@ -192,7 +192,10 @@ async fn node_health_taints_and_eviction() {
 
     // A second, healthy node keeps the zone out of full disruption (where upstream stops
     // evicting, assuming the controller itself is cut off).
-    Node::new("steady").create(&api).await;
+    Node::new("steady")
+        .label("kubernetes.io/os", "linux")
+        .create(&api)
+        .await;
     let _steady = Kubelet::start(&api, "steady").await;
 
     // A kubelet reporting trouble: condition taints, and a NoExecute not-ready taint (its own
@@ -229,6 +232,12 @@ async fn node_health_taints_and_eviction() {
     })
     .await;
     sched::wait_for_event(&api, "default", "n1", "RegisteredNode").await;
+
+    // The deprecated beta OS label follows the stable one.
+    wait_for_node(&api, "steady", "beta.kubernetes.io/os label", |n| {
+        n["metadata"]["labels"]["beta.kubernetes.io/os"] == "linux"
+    })
+    .await;
 
     // Cordoning is a NoSchedule taint too, and uncordoning removes it.
     merge_patch(

@@ -2,6 +2,7 @@
 
 mod eviction;
 mod health;
+mod labels;
 mod monitor;
 pub(crate) mod taints;
 mod writes;

@@ -93,13 +93,16 @@ impl NodeLifecycle {
         }
     }
 
-    /// The NoSchedule pass for one node (queued on every node change).
+    /// The NoSchedule pass and label reconciliation for one node (queued on every node change).
     pub async fn sync_no_schedule(&self, name: String) -> anyhow::Result<()> {
         let Some(node) = self.nodes.get(&name) else {
             return Ok(());
         };
         if let Some(next) = taints::reconcile_no_schedule(&node) {
             writes::set_taints(&self.client, &node, &next).await?;
+        }
+        if let Some(labels) = super::labels::reconcile(&node) {
+            writes::set_labels(&self.client, &name, &labels).await?;
         }
         Ok(())
     }

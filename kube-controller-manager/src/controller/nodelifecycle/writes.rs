@@ -45,6 +45,19 @@ pub async fn set_conditions(
     Ok(())
 }
 
+pub async fn set_labels(
+    client: &kube::Client,
+    name: &str,
+    labels: &std::collections::BTreeMap<String, String>,
+) -> anyhow::Result<()> {
+    let patch = json!({"metadata": {"labels": labels}});
+    Api::<Node>::all(client.clone())
+        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .with_context(|| format!("updating labels of node {name}"))?;
+    Ok(())
+}
+
 /// Merges one condition into a pod's status (conditions merge by type).
 pub async fn set_pod_condition(
     client: &kube::Client,
