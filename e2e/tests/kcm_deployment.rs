@@ -486,6 +486,20 @@ async fn recreate_never_runs_old_and_new_pods_together() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pause_holds_the_rollout_and_resume_continues_it() {
     let c = cluster().await;
+    // A rollout that could never move is refused.
+    let stuck = deployment("zero", 1, "api:1", rolling(json!(0), json!("0%")));
+    let (status, body) = c
+        .api
+        .request(
+            "POST",
+            &format!("/apis/apps/v1/namespaces/{NS}/deployments"),
+            Some("application/json"),
+            stuck.to_string(),
+        )
+        .await
+        .expect("POST deployment");
+    assert_eq!(status, 422, "{body}");
+    assert!(body.contains("may not be 0 when `maxSurge` is 0"), "{body}");
     create_deployment(
         &c,
         &deployment("api", 2, "api:1", rolling(json!("25%"), json!("25%"))),

@@ -1,8 +1,11 @@
 //! Workload validation: Deployment, ReplicaSet, StatefulSet, DaemonSet.
 
-use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
+use k8s_openapi::api::apps::v1::{
+    DaemonSet, Deployment, ReplicaSet, RollingUpdateDeployment, StatefulSet,
+};
 use k8s_openapi::api::core::v1::PodTemplateSpec;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use super::meta::{
     name_is_dns_subdomain, validate_immutable, validate_nonnegative, validate_object_meta,
@@ -121,7 +124,13 @@ pub fn validate_deployment(d: &Deployment) -> ErrorList {
                 &path.child("strategy").child("rollingUpdate"),
                 "may not be specified when strategy `type` is 'Recreate'",
             )),
-            Some("Recreate" | "RollingUpdate") => {}
+            Some("RollingUpdate") => {
+                if let Some(ru) = &s.rolling_update {
+                    let ru_path = path.child("strategy").child("rollingUpdate");
+                    validate_rolling_update_deployment(ru, &ru_path, &mut errs);
+                }
+            }
+            Some("Recreate") => {}
             Some(other) => errs.push(FieldError::not_supported(
                 &path.child("strategy").child("type"),
                 other,
@@ -145,6 +154,65 @@ pub fn validate_deployment(d: &Deployment) -> ErrorList {
         }
     }
     errs
+}
+
+/// Upstream's `ValidateRollingUpdateDeployment`: each fencepost a non-negative integer or a
+/// percentage, maxUnavailable at most 100%, and not both 0 (the rollout could never move).
+fn validate_rolling_update_deployment(
+    ru: &RollingUpdateDeployment,
+    path: &FieldPath,
+    errs: &mut ErrorList,
+) {
+    fn checked(v: Option<&IntOrString>, path: &FieldPath, errs: &mut ErrorList) -> (i64, bool) {
+        match v {
+            None => (0, false),
+            Some(IntOrString::Int(n)) => {
+                validate_nonnegative((*n).into(), path, errs);
+                (i64::from(*n), false)
+            }
+            Some(IntOrString::String(s)) => {
+                let pct = s
+                    .strip_suffix('%')
+                    .filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()));
+                match pct.and_then(|d| d.parse::<i64>().ok()) {
+                    Some(n) => (n, true),
+                    None => {
+                        errs.push(FieldError::invalid(
+                            path,
+                            s.as_str(),
+                            "a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')",
+                        ));
+                        (0, false)
+                    }
+                }
+            }
+        }
+    }
+    fn bad(v: Option<&IntOrString>) -> BadValue {
+        match v {
+            Some(IntOrString::Int(n)) => (*n).into(),
+            Some(IntOrString::String(s)) => s.as_str().into(),
+            None => 0.into(),
+        }
+    }
+    let unavailable_path = path.child("maxUnavailable");
+    let (unavailable, unavailable_pct) =
+        checked(ru.max_unavailable.as_ref(), &unavailable_path, errs);
+    let (surge, _) = checked(ru.max_surge.as_ref(), &path.child("maxSurge"), errs);
+    if unavailable == 0 && surge == 0 {
+        errs.push(FieldError::invalid(
+            &unavailable_path,
+            bad(ru.max_unavailable.as_ref()),
+            "may not be 0 when `maxSurge` is 0",
+        ));
+    }
+    if unavailable_pct && unavailable > 100 {
+        errs.push(FieldError::invalid(
+            &unavailable_path,
+            bad(ru.max_unavailable.as_ref()),
+            "must not be greater than 100%",
+        ));
+    }
 }
 
 /// Validates a Deployment update: metadata rules, the new object, immutable selector.
