@@ -310,6 +310,13 @@ pub(crate) mod tests {
                 Some(false),
             ),
             (
+                "kubelet client without digital signature",
+                KUBE_APISERVER_CLIENT_KUBELET,
+                &client,
+                &only_client_auth,
+                Some(false),
+            ),
+            (
                 "kubelet client server usage",
                 KUBE_APISERVER_CLIENT_KUBELET,
                 &client,
