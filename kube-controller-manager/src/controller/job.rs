@@ -13,6 +13,7 @@ mod tally;
 use super::utils::controller_ref::controller_of;
 use super::utils::expectations::ControllerExpectations;
 use super::utils::pod_control::PodControl;
+use super::utils::pods::add_controller_uid_index;
 use super::worker::run_workers;
 use super::{ControllerContext, InitResult};
 use api_types::labels::Selector;
@@ -30,6 +31,7 @@ pub fn init(ctx: ControllerContext) -> BoxFuture<'static, InitResult> {
         let client = ctx.client_for(CONTROLLER_NAME).await?;
         let job_informer = ctx.informers.informer::<Job>();
         let pod_informer = ctx.informers.informer::<Pod>();
+        add_controller_uid_index(&pod_informer)?;
         let queue: RateLimitingQueue<String> = RateLimitingQueue::default_controller("job");
         let recorder = ctx.recorder(CONTROLLER_NAME);
         let controller = Arc::new(Controller {

@@ -14,7 +14,7 @@ use crate::controller::utils::controller_ref::{
 };
 use crate::controller::utils::expectations::ControllerExpectations;
 use crate::controller::utils::pod_control::PodControl;
-use crate::controller::utils::pods::slow_start_batch;
+use crate::controller::utils::pods::{pods_by_controller, slow_start_batch};
 use anyhow::Context as _;
 use api_types::labels::Selector;
 use client_go_rs::events::{EventRecorder, EventType};
@@ -400,7 +400,9 @@ impl Controller {
     async fn claim_pods(&self, job: &Arc<Job>) -> anyhow::Result<Vec<Arc<Pod>>> {
         let ns = job.metadata.namespace.clone().unwrap_or_default();
         let name = job.metadata.name.clone().unwrap_or_default();
-        let candidates = self.pods.namespace(&ns).list();
+        let job_uid = job.metadata.uid.clone().unwrap_or_default();
+        let candidates = pods_by_controller(&self.pods, &ns, &job_uid, true)
+            .unwrap_or_else(|| self.pods.namespace(&ns).list());
         let selector = job.spec.as_ref().and_then(|s| s.selector.as_ref());
         let Some(selector) = selector else {
             let uid = job.metadata.uid.clone();
