@@ -643,6 +643,9 @@ async fn revision_history_limit_deletes_the_oldest_scaled_down_sets() {
     let c = cluster().await;
     let mut d = deployment("hist", 1, "hist:1", rolling(json!(1), json!(0)));
     d["spec"]["revisionHistoryLimit"] = json!(1);
+    // Availability waits minReadySeconds (counted by the replicaset controller, which gets it
+    // from the Deployment).
+    d["spec"]["minReadySeconds"] = json!(1);
     create_deployment(&c, &d).await;
     wait_rolled_out(&c, "hist").await;
     for image in ["hist:2", "hist:3"] {
@@ -683,6 +686,32 @@ async fn revision_history_limit_deletes_the_oldest_scaled_down_sets() {
         }
     })
     .await;
+    for rs in replica_sets(&c, "hist").await {
+        assert_eq!(
+            rs["spec"]["minReadySeconds"], 1,
+            "{}",
+            rs["metadata"]["name"]
+        );
+    }
+    // A new minReadySeconds reaches the current ReplicaSet without a new rollout.
+    merge_patch(
+        &c.api,
+        &path("hist"),
+        &json!({"spec": {"minReadySeconds": 2}}),
+    )
+    .await;
+    wait_for("minReadySeconds on the current replica set", || async {
+        let rs = rs_with_image(&c, "hist", "hist:3")
+            .await
+            .unwrap_or_default();
+        if rs["spec"]["minReadySeconds"] == 2 {
+            Ok(())
+        } else {
+            Err(rs["spec"].to_string())
+        }
+    })
+    .await;
+    assert_eq!(replica_sets(&c, "hist").await.len(), 2);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
