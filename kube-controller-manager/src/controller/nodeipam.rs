@@ -159,8 +159,24 @@ pub fn init(ctx: ControllerContext) -> BoxFuture<'static, InitResult> {
             .cluster_cidr
             .as_deref()
             .context("--cluster-cidr is required with --allocate-node-cidrs")?;
-        let sets = cidr_sets(cluster_cidr, ctx.settings.node_cidr_mask_size)
+        let mut sets = cidr_sets(cluster_cidr, ctx.settings.node_cidr_mask_size)
             .context("--cluster-cidr / --node-cidr-mask-size")?;
+        // Pod CIDRs never overlap the service range.
+        for range in ctx
+            .settings
+            .service_cluster_ip_range
+            .iter()
+            .flat_map(|r| r.split(','))
+        {
+            let range = range.trim();
+            if range.is_empty() {
+                continue;
+            }
+            for set in sets.iter_mut() {
+                set.occupy_overlapping(range)
+                    .context("--service-cluster-ip-range")?;
+            }
+        }
         let client = ctx.client_for("node-controller").await?;
         let nodes = ctx.informers.informer::<Node>();
         let queue = RateLimitingQueue::<String>::default_controller(NAME);

@@ -46,17 +46,26 @@ fn to_u128(addr: IpAddr) -> u128 {
     }
 }
 
+fn full(width: u8) -> u128 {
+    if width == 128 {
+        u128::MAX
+    } else {
+        (1u128 << width) - 1
+    }
+}
+
 fn mask(prefix: u8, width: u8) -> u128 {
     if prefix == 0 {
         0
     } else {
-        let all = if width == 128 {
-            u128::MAX
-        } else {
-            (1u128 << width) - 1
-        };
-        all & !((1u128 << (width - prefix)) - 1)
+        full(width) & !((1u128 << (width - prefix)) - 1)
     }
+}
+
+/// The first and last address of a CIDR.
+fn bounds(value: u128, prefix: u8, width: u8) -> (u128, u128) {
+    let lo = value & mask(prefix, width);
+    (lo, lo | (full(width) & !mask(prefix, width)))
 }
 
 impl CidrSet {
@@ -147,6 +156,34 @@ impl CidrSet {
         Ok(())
     }
 
+    /// Takes every subnet overlapping `cidr` (of either family), as upstream keeps the
+    /// service range out of pod CIDRs; returns how many subnets it covers.
+    pub fn occupy_overlapping(&mut self, cidr: &str) -> anyhow::Result<usize> {
+        let (addr, prefix) = parse_cidr(cidr)?;
+        if addr.is_ipv6() != self.v6 {
+            return Ok(0);
+        }
+        let width = bits(self.v6);
+        let (lo, hi) = bounds(to_u128(addr), prefix, width);
+        let (cluster_lo, cluster_hi) = bounds(self.base, self.cluster_prefix, width);
+        let (lo, hi) = (lo.max(cluster_lo), hi.min(cluster_hi));
+        if lo > hi {
+            return Ok(0);
+        }
+        let shift = width - self.node_prefix;
+        let (first, last) = (
+            ((lo - self.base) >> shift) as usize,
+            ((hi - self.base) >> shift) as usize,
+        );
+        for i in first..=last {
+            if !self.used[i] {
+                self.used[i] = true;
+                self.in_use += 1;
+            }
+        }
+        Ok(last - first + 1)
+    }
+
     pub fn release(&mut self, cidr: &str) -> anyhow::Result<()> {
         for i in self.range(cidr)? {
             if self.used[i] {
@@ -189,6 +226,22 @@ mod tests {
         assert!(CidrSet::new("10.0.0.0/24", 16).is_err());
         assert!(CidrSet::new("nonsense", 24).is_err());
         assert!(CidrSet::new("10.0.0.0/33", 24).is_err());
+    }
+
+    #[test]
+    fn service_range_is_kept_out() {
+        let mut set = CidrSet::new("10.0.0.0/22", 24).unwrap();
+        assert_eq!(set.occupy_overlapping("10.0.1.128/25").unwrap(), 1);
+        assert_eq!(set.occupy_overlapping("fd00::/112").unwrap(), 0);
+        assert_eq!(set.occupy_overlapping("192.168.0.0/16").unwrap(), 0);
+        assert_eq!(set.allocate().as_deref(), Some("10.0.0.0/24"));
+        assert_eq!(set.allocate().as_deref(), Some("10.0.2.0/24"));
+        // A service range wider than the cluster CIDR takes all of it.
+        let mut set = CidrSet::new("10.0.0.0/23", 24).unwrap();
+        assert_eq!(set.occupy_overlapping("10.0.0.0/8").unwrap(), 2);
+        assert_eq!(set.allocate(), None);
+        let mut set = CidrSet::new("fd00::/120", 124).unwrap();
+        assert_eq!(set.occupy_overlapping("::/0").unwrap(), 16);
     }
 
     #[test]
