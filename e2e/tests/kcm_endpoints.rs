@@ -249,11 +249,6 @@ async fn endpoints_and_slices_follow_pods() {
     assert_eq!(address["targetRef"]["kind"], "Pod");
     assert_eq!(address["targetRef"]["name"], "p1");
     assert_eq!(endpoints["metadata"]["labels"]["tier"], "front");
-    assert!(
-        endpoints["metadata"]["annotations"]["endpoints.kubernetes.io/last-change-trigger-time"]
-            .is_string(),
-        "{endpoints}"
-    );
 
     let slices = wait_for_slices(
         api,
@@ -314,7 +309,7 @@ async fn endpoints_and_slices_follow_pods() {
     // A pod whose named port maps to another number lands in its own subset and slice.
     let p4 = create_pod(api, ns, &pod("p4", "web", 9090, Some("n1"))).await;
     mark_pod_running_ready_with_ip(api, &p4, "10.0.0.4").await;
-    wait_for_subsets(
+    let endpoints = wait_for_subsets(
         api,
         &path,
         vec![
@@ -323,6 +318,22 @@ async fn endpoints_and_slices_follow_pods() {
         ],
     )
     .await;
+    // The write reflecting p4's readiness carries the time of that change.
+    let p4_ready = get(api, &format!("/api/v1/namespaces/{ns}/pods/p4"))
+        .await
+        .and_then(|p| {
+            let conditions = p["status"]["conditions"].as_array()?.clone();
+            let ready = conditions.into_iter().find(|c| c["type"] == "Ready")?;
+            ready["lastTransitionTime"].as_str().map(String::from)
+        })
+        .expect("p4's Ready condition");
+    let trigger = |o: &Value| {
+        o["metadata"]["annotations"]["endpoints.kubernetes.io/last-change-trigger-time"]
+            .as_str()
+            .and_then(|t| t.parse::<jiff::Timestamp>().ok())
+    };
+    let p4_ready: jiff::Timestamp = p4_ready.parse().expect("a timestamp");
+    assert_eq!(trigger(&endpoints), Some(p4_ready), "{endpoints}");
     let slices = wait_for_slices(
         api,
         ns,
@@ -336,6 +347,11 @@ async fn endpoints_and_slices_follow_pods() {
     )
     .await;
     assert_eq!(slices.len(), 2, "one slice per port set: {slices:?}");
+    let p4_slice = slices
+        .iter()
+        .find(|s| s["ports"][0]["port"] == 9090)
+        .expect("the 9090 slice");
+    assert_eq!(trigger(p4_slice), Some(p4_ready), "{p4_slice}");
 
     // publishNotReadyAddresses: every address is ready, terminating ones included.
     merge_patch(

@@ -3,6 +3,7 @@
 
 pub mod pods;
 pub mod subsets;
+pub mod trigger_time;
 
 use super::worker::run_workers;
 use super::{ControllerContext, InitResult};
@@ -29,6 +30,7 @@ struct Controller {
     services: Lister<Service>,
     pods: Lister<Pod>,
     endpoints: Lister<Endpoints>,
+    trigger_times: trigger_time::TriggerTimeTracker,
 }
 
 pub fn init(ctx: ControllerContext) -> BoxFuture<'static, InitResult> {
@@ -99,6 +101,7 @@ pub fn init(ctx: ControllerContext) -> BoxFuture<'static, InitResult> {
             services,
             pods: pod_informer.lister(),
             endpoints: endpoints_informer.lister(),
+            trigger_times: Default::default(),
         });
         let workers = ctx.settings.concurrent_endpoint_syncs;
         let shutdown = ctx.shutdown.clone();
@@ -125,6 +128,7 @@ impl Controller {
         };
         let api: Api<Endpoints> = Api::namespaced(self.client.clone(), ns);
         let Some(service) = self.services.namespace(ns).get(name) else {
+            self.trigger_times.delete_service(key);
             return self.delete_leftover(&api, ns, name).await;
         };
         // Services without a selector have their Endpoints written by hand; ExternalName
@@ -137,6 +141,7 @@ impl Controller {
         }
         let selected = pods::selected_pods(&self.pods, &service, &selector);
         let desired = subsets::desired_subsets(&service, &selected);
+        let trigger_time = self.trigger_times.compute(key, &service, &selected);
         let current = self.endpoints.namespace(ns).get(name);
         let labels = desired_labels(&service);
 
@@ -159,7 +164,7 @@ impl Controller {
         endpoints.subsets = Some(desired.subsets);
         endpoints.metadata.labels = Some(labels);
         let annotations = endpoints.metadata.annotations.get_or_insert_default();
-        match pods::last_change_time(&service, &selected) {
+        match trigger_time {
             Some(t) => {
                 annotations.insert(TRIGGER_TIME_ANNOTATION.into(), pods::format_trigger_time(t));
             }

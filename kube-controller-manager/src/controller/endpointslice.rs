@@ -37,6 +37,7 @@ struct Controller {
     nodes: Lister<Node>,
     slices: Lister<EndpointSlice>,
     tracker: Tracker,
+    trigger_times: super::endpoint::trigger_time::TriggerTimeTracker,
 }
 
 /// The `namespace/service` a slice managed by `managed_by` belongs to.
@@ -125,6 +126,7 @@ pub fn init(ctx: ControllerContext) -> BoxFuture<'static, InitResult> {
             nodes: node_informer.lister(),
             slices: slice_informer.lister(),
             tracker: Tracker::default(),
+            trigger_times: Default::default(),
         });
 
         // Changes to our slices by anyone (and our own, once the cache sees them) resync the
@@ -182,6 +184,7 @@ impl Controller {
             // The garbage collector removes them by owner reference too; not waiting for it
             // keeps a deleted service from being served by stale slices.
             self.tracker.forget_service(key);
+            self.trigger_times.delete_service(key);
             let plan = reconcile::Plan {
                 delete: cached.iter().map(|s| (**s).clone()).collect(),
                 ..Default::default()
@@ -217,6 +220,10 @@ impl Controller {
             )
         };
         let (groups, errors) = desired::desired_groups(&service, &selected, &zone_of);
+        let trigger = self
+            .trigger_times
+            .compute(key, &service, &selected)
+            .map(pods::format_trigger_time);
         let labels = slice_labels(&service);
         let new_slice = |address_type: &str, ports: &[EndpointPort]| {
             new_slice_for(&service, &labels, address_type, ports)
@@ -231,8 +238,6 @@ impl Controller {
         // Slices of an earlier service of the same name.
         plan.delete.extend(foreign);
         if !plan.is_empty() {
-            let trigger =
-                pods::last_change_time(&service, &selected).map(pods::format_trigger_time);
             writer::apply(&api, &self.tracker, key, plan, trigger.as_deref()).await?;
         }
         if !errors.is_empty() {

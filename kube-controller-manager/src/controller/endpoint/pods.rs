@@ -217,26 +217,6 @@ pub fn selected_pods(pods: &Lister<Pod>, service: &Service, selector: &Selector)
     pods.namespace(ns).list_selected(selector)
 }
 
-/// The latest time among the changes that shaped the endpoints: the service's creation and
-/// each pod's creation, deletion and last readiness change (upstream tracks these as the
-/// trigger time of the sync).
-pub fn last_change_time(service: &Service, pods: &[Arc<Pod>]) -> Option<jiff::Timestamp> {
-    let mut times: Vec<jiff::Timestamp> = Vec::new();
-    times.extend(service.metadata.creation_timestamp.as_ref().map(|t| t.0));
-    for pod in pods {
-        times.extend(pod.metadata.creation_timestamp.as_ref().map(|t| t.0));
-        times.extend(pod.metadata.deletion_timestamp.as_ref().map(|t| t.0));
-        let ready = pod
-            .status
-            .as_ref()
-            .and_then(|s| s.conditions.as_ref())
-            .and_then(|cs| cs.iter().find(|c| c.type_ == "Ready"))
-            .and_then(|c| c.last_transition_time.as_ref());
-        times.extend(ready.map(|t| t.0));
-    }
-    times.into_iter().max()
-}
-
 /// Formats a trigger time as upstream (RFC 3339 with nanoseconds, UTC).
 pub fn format_trigger_time(t: jiff::Timestamp) -> String {
     t.to_string()
