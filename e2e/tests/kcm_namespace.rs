@@ -28,8 +28,14 @@ impl Drop for Cluster {
 }
 
 async fn cluster() -> Cluster {
+    cluster_with(&[]).await
+}
+
+async fn cluster_with(apiserver_flags: &[&str]) -> Cluster {
     let dir = tempfile::tempdir().expect("temp dir");
-    let api = ApiServer::start(&dir.path().join("apiserver"), Backend::Embedded)
+    let mut flags = vec!["--disable-admission-plugins=ServiceAccount".to_string()];
+    flags.extend(apiserver_flags.iter().map(|f| f.to_string()));
+    let api = ApiServer::start_with(&dir.path().join("apiserver"), Backend::Embedded, &flags)
         .await
         .expect("apiserver");
     let cm = ControllerManager::start(
@@ -370,7 +376,9 @@ fn rules(role: &Value) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_aggregated_cluster_role_picks_up_rules_of_roles_created_later() {
-    let c = cluster().await;
+    // With RBAC the apiserver stores its bootstrap policy, aggregated roles included;
+    // AlwaysAllow after it lets the unauthenticated test client through.
+    let c = cluster_with(&["--authorization-mode=RBAC,AlwaysAllow"]).await;
     let roles = "/apis/rbac.authorization.k8s.io/v1/clusterroles";
     create(
         &c.api,
@@ -397,6 +405,29 @@ async fn an_aggregated_cluster_role_picks_up_rules_of_roles_created_later() {
             .await
         }
     };
+    // The bootstrap `admin`, `edit` and `view` are stored without rules: the controller fills
+    // them, `view`'s rules reaching `admin` through `edit`.
+    wait_for("admin to aggregate view through edit", || async {
+        let admin = get(&c.api, &format!("{roles}/admin"))
+            .await
+            .ok_or("no admin")?;
+        let view = get(&c.api, &format!("{roles}/view"))
+            .await
+            .ok_or("no view")?;
+        let (admin_rules, view_rules) = (rules(&admin), rules(&view));
+        let lsar = json!({"apiGroups": ["authorization.k8s.io"],
+                          "resources": ["localsubjectaccessreviews"], "verbs": ["create"]});
+        let has = |list: &Value, r: &Value| list.as_array().is_some_and(|l| l.contains(r));
+        let view_in_admin = view_rules
+            .as_array()
+            .is_some_and(|v| !v.is_empty() && v.iter().all(|r| has(&admin_rules, r)));
+        if has(&admin_rules, &lsar) && view_in_admin {
+            Ok(())
+        } else {
+            Err(format!("admin {admin_rules} view {view_rules}"))
+        }
+    })
+    .await;
     // Nothing selected yet: the stray rule is replaced by the (empty) union.
     wait_rules(json!([])).await;
     let get_pods = json!({"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]});
