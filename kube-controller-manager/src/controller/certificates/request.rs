@@ -62,6 +62,21 @@ pub fn parse_request(pem_data: &[u8]) -> anyhow::Result<Request> {
         x509_parser::certification_request::X509CertificationRequest::from_der(block.contents())
             .map_err(|e| anyhow!("parsing the certificate request: {e}"))?;
     let info = &csr.certification_request_info;
+    // Proof of possession: the request is signed by the key it asks a certificate for (the
+    // apiserver checks this upstream; ours does not).
+    let public_key = info.subject_pki.subject_public_key.data.as_ref();
+    let signature = csr.signature_value.data.as_ref();
+    let verified = rustls::crypto::ring::default_provider()
+        .signature_verification_algorithms
+        .all
+        .iter()
+        .any(|alg| {
+            alg.verify_signature(public_key, info.raw, signature)
+                .is_ok()
+        });
+    if !verified {
+        bail!("the certificate request's signature does not verify with its public key");
+    }
     let subject = name_attributes(&info.subject);
     let values = |oid: &[u64]| -> Vec<String> {
         subject
@@ -265,6 +280,13 @@ pub(crate) mod tests {
         assert_eq!(req.dns_names, ["n1.example"]);
         assert!(!req.public_key.is_empty());
         assert!(parse_request(b"not pem").is_err());
+        // A request whose signature was tampered with is refused.
+        let block = pem::parse(pem.as_bytes()).expect("pem");
+        let mut der = block.contents().to_vec();
+        let last = der.len() - 1;
+        der[last] ^= 0xff;
+        let tampered = pem::encode(&pem::Pem::new("CERTIFICATE REQUEST", der));
+        assert!(parse_request(tampered.as_bytes()).is_err());
     }
 
     #[test]

@@ -77,11 +77,19 @@ async fn sync(
         return Ok(());
     }
     let name = csr.metadata.name.as_deref().unwrap_or_default();
-    let request = parse_request(&csr.spec.request.0)
-        .with_context(|| format!("unable to parse csr {name:?}"))?;
     let usages = csr.spec.usages.clone().unwrap_or_default();
-    let Some(policy) = check_signer(&csr.spec.signer_name, &request, &usages) else {
-        return Ok(());
+    let (request, policy) = match parse_request(&csr.spec.request.0) {
+        Ok(request) => match check_signer(&csr.spec.signer_name, &request, &usages) {
+            Some(policy) => (request, policy),
+            None => return Ok(()),
+        },
+        // Not ours to judge, whatever it holds.
+        Err(_) if check_signer(&csr.spec.signer_name, &Default::default(), &[]).is_none() => {
+            return Ok(());
+        }
+        // A request that does not parse or verify can never be signed: it fails, rather than
+        // being retried forever.
+        Err(err) => (Default::default(), Err(format!("{err:#}"))),
     };
     let mut updated = csr.clone();
     let status = updated.status.get_or_insert_default();
