@@ -645,6 +645,33 @@ async fn disruption_budgets_gate_evictions() {
     .await;
     pdb_status(api, ns, "cache", (4, 2, 3, 1)).await;
 
+    // A controller that cannot be found leaves the budget failing safe: nothing allowed.
+    let mut ghost = pod("ghost-a", "ghost", 80, None);
+    ghost["metadata"]["ownerReferences"] = json!([{"apiVersion": "apps/v1",
+        "kind": "ReplicaSet", "name": "ghost", "uid": "0000-ghost", "controller": true}]);
+    let ghost = create_pod(api, ns, &ghost).await;
+    mark_pod_running_ready_with_ip(api, &ghost, "10.0.3.1").await;
+    create(
+        api,
+        &format!("/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets"),
+        &json!({"metadata": {"name": "ghost"},
+                "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "ghost"}}}}),
+    )
+    .await;
+    let path = format!("/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets/ghost");
+    wait_for("the ghost budget to fail safe", || async {
+        let pdb = get(api, &path).await.ok_or("no pdb")?;
+        let (status, reason) = condition(&pdb);
+        if status == "False" && reason == "SyncFailed" && pdb["status"]["disruptionsAllowed"] == 0 {
+            Ok(())
+        } else {
+            Err(pdb.to_string())
+        }
+    })
+    .await;
+    let (status, body) = evict(api, ns, "ghost-a").await;
+    assert_eq!(status, 429, "{body}");
+
     let out = c.kubectl().ok(&["get", "pdb", "-n", ns]);
     let db_line = out
         .lines()
