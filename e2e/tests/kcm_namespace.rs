@@ -288,7 +288,7 @@ fn used(quota: &Value) -> Value {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn resource_quota_usage_follows_pods_configmaps_and_cpu() {
+async fn resource_quota_usage_follows_pods_configmaps_cpu_and_custom_resources() {
     let c = cluster().await;
     let ns = "quota";
     create_namespace(&c.api, ns).await;
@@ -363,6 +363,37 @@ async fn resource_quota_usage_follows_pods_configmaps_and_cpu() {
     wait_used(
         json!({"pods": "2", "configmaps": "2", "requests.cpu": "1250m",
                      "count/secrets": "1"}),
+    )
+    .await;
+
+    // A custom resource is counted through a watch started when a quota first asks for it.
+    install_widget_crd(&c.api).await;
+    let widgets = format!("/apis/example.com/v1/namespaces/{ns}/widgets");
+    let widget = |name: &str| {
+        json!({"apiVersion": "example.com/v1", "kind": "Widget",
+                                      "metadata": {"name": name}})
+    };
+    create(&c.api, &widgets, &widget("w1")).await;
+    merge_patch(
+        &c.api,
+        &quota_path,
+        &json!({"spec": {"hard": {"count/widgets.example.com": "3"}}}),
+    )
+    .await;
+    wait_used(
+        json!({"pods": "2", "configmaps": "2", "requests.cpu": "1250m",
+                     "count/secrets": "1", "count/widgets.example.com": "1"}),
+    )
+    .await;
+    let (status, body) = c
+        .api
+        .request("DELETE", &format!("{widgets}/w1"), None, Vec::new())
+        .await
+        .expect("delete");
+    assert_eq!(status, 200, "{body}");
+    wait_used(
+        json!({"pods": "2", "configmaps": "2", "requests.cpu": "1250m",
+                     "count/secrets": "1", "count/widgets.example.com": "0"}),
     )
     .await;
 }
