@@ -7,6 +7,7 @@ use e2e::apiserver::{ApiServer, Backend};
 use e2e::controller_manager::{ControllerManager, list, mark_pod_running_ready, wait_for};
 use e2e::kubectl::Kubectl;
 use e2e::scheduler::{create, create_namespace, get, merge_patch};
+use e2e::secure::SecureCluster;
 use serde_json::{Value, json};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
@@ -54,7 +55,8 @@ async fn cluster() -> Cluster {
     )
     .await
     .expect("kube-controller-manager");
-    let kubelet = tokio::spawn(play_kubelet(api.clone()));
+    let kubelet_api = api.clone();
+    let kubelet = tokio::spawn(async move { play_kubelet(&kubelet_api).await });
     let kubectl = Kubectl::for_apiserver(dir.path(), &api);
     Cluster {
         api,
@@ -66,10 +68,10 @@ async fn cluster() -> Cluster {
 }
 
 /// Makes every pod Running and Ready `READY_AFTER` after it was first seen.
-async fn play_kubelet(api: Arc<ApiServer>) {
+async fn play_kubelet(api: &ApiServer) {
     let mut seen: HashMap<String, Instant> = HashMap::new();
     loop {
-        for pod in list(&api, &format!("/api/v1/namespaces/{NS}/pods")).await {
+        for pod in list(api, &format!("/api/v1/namespaces/{NS}/pods")).await {
             let uid = pod["metadata"]["uid"]
                 .as_str()
                 .unwrap_or_default()
@@ -83,7 +85,7 @@ async fn play_kubelet(api: Arc<ApiServer>) {
             }
             let first = *seen.entry(uid).or_insert_with(Instant::now);
             if first.elapsed() >= READY_AFTER {
-                mark_pod_running_ready(&api, &pod).await;
+                mark_pod_running_ready(api, &pod).await;
             }
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -114,30 +116,30 @@ fn path(name: &str) -> String {
     format!("/apis/apps/v1/namespaces/{NS}/deployments/{name}")
 }
 
-async fn create_deployment(c: &Cluster, d: &Value) {
+async fn create_deployment(api: &ApiServer, d: &Value) {
     create(
-        &c.api,
+        api,
         &format!("/apis/apps/v1/namespaces/{NS}/deployments"),
         d,
     )
     .await;
 }
 
-async fn get_deployment(c: &Cluster, name: &str) -> Value {
-    get(&c.api, &path(name)).await.expect("deployment exists")
+async fn get_deployment(api: &ApiServer, name: &str) -> Value {
+    get(api, &path(name)).await.expect("deployment exists")
 }
 
-async fn replica_sets(c: &Cluster, name: &str) -> Vec<Value> {
+async fn replica_sets(api: &ApiServer, name: &str) -> Vec<Value> {
     list(
-        &c.api,
+        api,
         &format!("/apis/apps/v1/namespaces/{NS}/replicasets?labelSelector=app%3D{name}"),
     )
     .await
 }
 
-async fn live_pods(c: &Cluster, name: &str) -> Vec<Value> {
+async fn live_pods(api: &ApiServer, name: &str) -> Vec<Value> {
     list(
-        &c.api,
+        api,
         &format!("/api/v1/namespaces/{NS}/pods?labelSelector=app%3D{name}"),
     )
     .await
@@ -179,9 +181,9 @@ fn rolled_out(d: &Value) -> bool {
         && int(&s["availableReplicas"]) == want
 }
 
-async fn wait_rolled_out(c: &Cluster, name: &str) -> Value {
+async fn wait_rolled_out(api: &ApiServer, name: &str) -> Value {
     wait_for(&format!("deployment {name} rolled out"), || async {
-        let d = get_deployment(c, name).await;
+        let d = get_deployment(api, name).await;
         if rolled_out(&d) {
             Ok(d)
         } else {
@@ -192,8 +194,8 @@ async fn wait_rolled_out(c: &Cluster, name: &str) -> Value {
 }
 
 /// The ReplicaSet running `image`, with its size.
-async fn rs_with_image(c: &Cluster, name: &str, image: &str) -> Option<Value> {
-    replica_sets(c, name)
+async fn rs_with_image(api: &ApiServer, name: &str, image: &str) -> Option<Value> {
+    replica_sets(api, name)
         .await
         .into_iter()
         .find(|rs| image_of(rs) == image)
@@ -203,12 +205,12 @@ async fn rs_with_image(c: &Cluster, name: &str, image: &str) -> Option<Value> {
 async fn rolling_update_keeps_availability_and_kubectl_rollout_works() {
     let c = cluster().await;
     create_deployment(
-        &c,
+        &c.api,
         &deployment("web", 3, "nginx:1", rolling(json!(1), json!(0))),
     )
     .await;
-    let d = wait_rolled_out(&c, "web").await;
-    let first = replica_sets(&c, "web").await;
+    let d = wait_rolled_out(&c.api, "web").await;
+    let first = replica_sets(&c.api, "web").await;
     assert_eq!(first.len(), 1, "{first:?}");
     let first_name = first[0]["metadata"]["name"]
         .as_str()
@@ -261,7 +263,7 @@ async fn rolling_update_keeps_availability_and_kubectl_rollout_works() {
     pod_watch.wait_for(Duration::from_secs(30), "the first pods", |out| {
         out.lines().count() >= 3
     });
-    let generation = int(&get_deployment(&c, "web").await["metadata"]["generation"]);
+    let generation = int(&get_deployment(&c.api, "web").await["metadata"]["generation"]);
     c.kubectl
         .ok(&["-n", NS, "set", "image", "deployment/web", "c=nginx:2"]);
     // `rollout status` follows the rollout from its start.
@@ -274,7 +276,7 @@ async fn rolling_update_keeps_availability_and_kubectl_rollout_works() {
         "--timeout=60s",
     ]);
     wait_for("the rollout to nginx:2", || async {
-        let d = get_deployment(&c, "web").await;
+        let d = get_deployment(&c.api, "web").await;
         if int(&d["metadata"]["generation"]) > generation && rolled_out(&d) {
             Ok(())
         } else {
@@ -285,7 +287,7 @@ async fn rolling_update_keeps_availability_and_kubectl_rollout_works() {
     rollout_status.wait_for(Duration::from_secs(30), "success", |out| {
         out.contains("deployment \"web\" successfully rolled out")
     });
-    let rv = get_deployment(&c, "web").await["metadata"]["resourceVersion"].clone();
+    let rv = get_deployment(&c.api, "web").await["metadata"]["resourceVersion"].clone();
     let rv = rv.as_str().unwrap_or_default().to_string();
     let versions = deployment_watch.wait_for(Duration::from_secs(30), "the final version", |out| {
         out.lines().any(|l| l.starts_with(&format!("{rv} ")))
@@ -330,10 +332,10 @@ async fn rolling_update_keeps_availability_and_kubectl_rollout_works() {
         "deployment/web",
         "--timeout=60s",
     ]);
-    let new = rs_with_image(&c, "web", "nginx:2")
+    let new = rs_with_image(&c.api, "web", "nginx:2")
         .await
         .expect("new replica set");
-    let old = rs_with_image(&c, "web", "nginx:1")
+    let old = rs_with_image(&c.api, "web", "nginx:1")
         .await
         .expect("old replica set kept");
     assert_eq!(
@@ -341,7 +343,7 @@ async fn rolling_update_keeps_availability_and_kubectl_rollout_works() {
         (3, 0)
     );
     assert_eq!((revision(&new), revision(&old)), ("2", "1"));
-    let d = get_deployment(&c, "web").await;
+    let d = get_deployment(&c.api, "web").await;
     assert_eq!(
         d["metadata"]["annotations"]["deployment.kubernetes.io/revision"],
         "2"
@@ -360,7 +362,7 @@ async fn rolling_update_keeps_availability_and_kubectl_rollout_works() {
         "kubernetes.io/change-cause=image nginx:2",
     ]);
     wait_for("the change-cause on the new replica set", || async {
-        let rs = rs_with_image(&c, "web", "nginx:2")
+        let rs = rs_with_image(&c.api, "web", "nginx:2")
             .await
             .unwrap_or_default();
         let cause = &rs["metadata"]["annotations"]["kubernetes.io/change-cause"];
@@ -391,8 +393,8 @@ async fn rolling_update_keeps_availability_and_kubectl_rollout_works() {
     c.kubectl
         .ok(&["-n", NS, "rollout", "undo", "deployment/web"]);
     wait_for("the undo to complete on the first replica set", || async {
-        let d = get_deployment(&c, "web").await;
-        let rs = rs_with_image(&c, "web", "nginx:1").await;
+        let d = get_deployment(&c.api, "web").await;
+        let rs = rs_with_image(&c.api, "web", "nginx:1").await;
         let rs_state = rs
             .as_ref()
             .map(|rs| (int(&rs["spec"]["replicas"]), revision(rs).to_string()));
@@ -403,11 +405,11 @@ async fn rolling_update_keeps_availability_and_kubectl_rollout_works() {
         }
     })
     .await;
-    let back = rs_with_image(&c, "web", "nginx:1")
+    let back = rs_with_image(&c.api, "web", "nginx:1")
         .await
         .expect("first replica set");
     assert_eq!(back["metadata"]["name"], first_name.as_str());
-    let d = get_deployment(&c, "web").await;
+    let d = get_deployment(&c.api, "web").await;
     assert_eq!(
         d["metadata"]["annotations"]["deployment.kubernetes.io/revision"],
         "3"
@@ -416,7 +418,7 @@ async fn rolling_update_keeps_availability_and_kubectl_rollout_works() {
         back["metadata"]["annotations"]["deployment.kubernetes.io/revision-history"],
         "1"
     );
-    assert_eq!(replica_sets(&c, "web").await.len(), 2);
+    assert_eq!(replica_sets(&c.api, "web").await.len(), 2);
     c.kubectl.ok(&[
         "-n",
         NS,
@@ -430,8 +432,8 @@ async fn rolling_update_keeps_availability_and_kubectl_rollout_works() {
     c.kubectl
         .ok(&["-n", NS, "rollout", "restart", "deployment/web"]);
     wait_for("the restart to roll out", || async {
-        let d = get_deployment(&c, "web").await;
-        let sets = replica_sets(&c, "web").await;
+        let d = get_deployment(&c.api, "web").await;
+        let sets = replica_sets(&c.api, "web").await;
         let restarted = sets.iter().find(|rs| {
             rs["spec"]["template"]["metadata"]["annotations"]["kubectl.kubernetes.io/restartedAt"].is_string()
         });
@@ -447,22 +449,22 @@ async fn rolling_update_keeps_availability_and_kubectl_rollout_works() {
 async fn recreate_never_runs_old_and_new_pods_together() {
     let c = cluster().await;
     create_deployment(
-        &c,
+        &c.api,
         &deployment("db", 2, "db:1", json!({"type": "Recreate"})),
     )
     .await;
-    let d = wait_rolled_out(&c, "db").await;
+    let d = wait_rolled_out(&c.api, "db").await;
     let generation = int(&d["metadata"]["generation"]);
     c.kubectl
         .ok(&["-n", NS, "set", "image", "deployment/db", "c=db:2"]);
     wait_for("the recreate rollout", || async {
-        let pods = live_pods(&c, "db").await;
+        let pods = live_pods(&c.api, "db").await;
         let hashes: BTreeSet<&str> = pods
             .iter()
             .filter_map(|p| p["metadata"]["labels"]["pod-template-hash"].as_str())
             .collect();
         assert!(hashes.len() <= 1, "old and new pods at once: {hashes:?}");
-        let d = get_deployment(&c, "db").await;
+        let d = get_deployment(&c.api, "db").await;
         if int(&d["metadata"]["generation"]) > generation && rolled_out(&d) {
             Ok(())
         } else {
@@ -470,10 +472,10 @@ async fn recreate_never_runs_old_and_new_pods_together() {
         }
     })
     .await;
-    let new = rs_with_image(&c, "db", "db:2")
+    let new = rs_with_image(&c.api, "db", "db:2")
         .await
         .expect("new replica set");
-    let old = rs_with_image(&c, "db", "db:1")
+    let old = rs_with_image(&c.api, "db", "db:1")
         .await
         .expect("old replica set");
     assert_eq!(
@@ -501,11 +503,11 @@ async fn pause_holds_the_rollout_and_resume_continues_it() {
     assert_eq!(status, 422, "{body}");
     assert!(body.contains("may not be 0 when `maxSurge` is 0"), "{body}");
     create_deployment(
-        &c,
+        &c.api,
         &deployment("api", 2, "api:1", rolling(json!("25%"), json!("25%"))),
     )
     .await;
-    wait_rolled_out(&c, "api").await;
+    wait_rolled_out(&c.api, "api").await;
     c.kubectl
         .ok(&["-n", NS, "rollout", "pause", "deployment/api"]);
     c.kubectl
@@ -514,7 +516,7 @@ async fn pause_holds_the_rollout_and_resume_continues_it() {
     c.kubectl
         .ok(&["-n", NS, "scale", "deployment/api", "--replicas=3"]);
     let d = wait_for("the paused deployment to be observed", || async {
-        let d = get_deployment(&c, "api").await;
+        let d = get_deployment(&c.api, "api").await;
         let observed = int(&d["status"]["observedGeneration"]) >= int(&d["metadata"]["generation"]);
         let reason = condition(&d, "Progressing").map(|c| c["reason"].clone());
         if observed
@@ -527,7 +529,7 @@ async fn pause_holds_the_rollout_and_resume_continues_it() {
         }
     })
     .await;
-    let sets = replica_sets(&c, "api").await;
+    let sets = replica_sets(&c.api, "api").await;
     assert_eq!(sets.len(), 1, "a paused deployment rolled out: {sets:?}");
     assert_eq!(int(&sets[0]["spec"]["replicas"]), 3);
     assert_eq!(
@@ -538,8 +540,8 @@ async fn pause_holds_the_rollout_and_resume_continues_it() {
     c.kubectl
         .ok(&["-n", NS, "rollout", "resume", "deployment/api"]);
     wait_for("the resumed rollout", || async {
-        let d = get_deployment(&c, "api").await;
-        let new = rs_with_image(&c, "api", "api:2").await;
+        let d = get_deployment(&c.api, "api").await;
+        let new = rs_with_image(&c.api, "api", "api:2").await;
         match new {
             Some(rs) if rolled_out(&d) && int(&rs["spec"]["replicas"]) == 3 => Ok(()),
             _ => Err(d["status"].to_string()),
@@ -553,9 +555,9 @@ async fn progress_deadline_exceeded_when_pods_never_become_ready() {
     let c = cluster().await;
     let mut d = deployment("stuck", 1, NEVER_READY, rolling(json!(1), json!(0)));
     d["spec"]["progressDeadlineSeconds"] = json!(2);
-    create_deployment(&c, &d).await;
+    create_deployment(&c.api, &d).await;
     let d = wait_for("ProgressDeadlineExceeded", || async {
-        let d = get_deployment(&c, "stuck").await;
+        let d = get_deployment(&c.api, "stuck").await;
         match condition(&d, "Progressing") {
             Some(cond) if cond["reason"] == "ProgressDeadlineExceeded" => Ok(d),
             _ => Err(d["status"].to_string()),
@@ -583,11 +585,11 @@ async fn progress_deadline_exceeded_when_pods_never_become_ready() {
 async fn scaling_mid_rollout_is_proportional() {
     let c = cluster().await;
     create_deployment(
-        &c,
+        &c.api,
         &deployment("big", 10, "big:1", rolling(json!(3), json!(2))),
     )
     .await;
-    wait_rolled_out(&c, "big").await;
+    wait_rolled_out(&c.api, "big").await;
     // The new pods never become ready: the rollout stops at 8 old and 5 new.
     merge_patch(
         &c.api,
@@ -596,10 +598,10 @@ async fn scaling_mid_rollout_is_proportional() {
     )
     .await;
     let sizes = || async {
-        let old = rs_with_image(&c, "big", "big:1")
+        let old = rs_with_image(&c.api, "big", "big:1")
             .await
             .map(|rs| int(&rs["spec"]["replicas"]));
-        let new = rs_with_image(&c, "big", NEVER_READY)
+        let new = rs_with_image(&c.api, "big", NEVER_READY)
             .await
             .map(|rs| int(&rs["spec"]["replicas"]));
         (old, new)
@@ -625,7 +627,7 @@ async fn scaling_mid_rollout_is_proportional() {
         }
     })
     .await;
-    let sets = replica_sets(&c, "big").await;
+    let sets = replica_sets(&c.api, "big").await;
     for rs in &sets {
         let a = &rs["metadata"]["annotations"];
         assert_eq!(
@@ -646,8 +648,8 @@ async fn revision_history_limit_deletes_the_oldest_scaled_down_sets() {
     // Availability waits minReadySeconds (counted by the replicaset controller, which gets it
     // from the Deployment).
     d["spec"]["minReadySeconds"] = json!(1);
-    create_deployment(&c, &d).await;
-    wait_rolled_out(&c, "hist").await;
+    create_deployment(&c.api, &d).await;
+    wait_rolled_out(&c.api, "hist").await;
     for image in ["hist:2", "hist:3"] {
         c.kubectl.ok(&[
             "-n",
@@ -658,7 +660,7 @@ async fn revision_history_limit_deletes_the_oldest_scaled_down_sets() {
             &format!("c={image}"),
         ]);
         wait_for(&format!("the rollout to {image}"), || async {
-            let d = get_deployment(&c, "hist").await;
+            let d = get_deployment(&c.api, "hist").await;
             let current = d["spec"]["template"]["spec"]["containers"][0]["image"] == image;
             if current && rolled_out(&d) {
                 Ok(())
@@ -669,7 +671,7 @@ async fn revision_history_limit_deletes_the_oldest_scaled_down_sets() {
         .await;
     }
     wait_for("only the newest old revision kept", || async {
-        let mut revisions: Vec<(String, String)> = replica_sets(&c, "hist")
+        let mut revisions: Vec<(String, String)> = replica_sets(&c.api, "hist")
             .await
             .iter()
             .map(|rs| (revision(rs).to_string(), image_of(rs).to_string()))
@@ -686,7 +688,7 @@ async fn revision_history_limit_deletes_the_oldest_scaled_down_sets() {
         }
     })
     .await;
-    for rs in replica_sets(&c, "hist").await {
+    for rs in replica_sets(&c.api, "hist").await {
         assert_eq!(
             rs["spec"]["minReadySeconds"], 1,
             "{}",
@@ -701,7 +703,7 @@ async fn revision_history_limit_deletes_the_oldest_scaled_down_sets() {
     )
     .await;
     wait_for("minReadySeconds on the current replica set", || async {
-        let rs = rs_with_image(&c, "hist", "hist:3")
+        let rs = rs_with_image(&c.api, "hist", "hist:3")
             .await
             .unwrap_or_default();
         if rs["spec"]["minReadySeconds"] == 2 {
@@ -711,19 +713,19 @@ async fn revision_history_limit_deletes_the_oldest_scaled_down_sets() {
         }
     })
     .await;
-    assert_eq!(replica_sets(&c, "hist").await.len(), 2);
+    assert_eq!(replica_sets(&c.api, "hist").await.len(), 2);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_name_collision_bumps_the_collision_count() {
     let c = cluster().await;
     create_deployment(
-        &c,
+        &c.api,
         &deployment("col", 1, "col:1", rolling(json!(1), json!(0))),
     )
     .await;
-    wait_rolled_out(&c, "col").await;
-    let sets = replica_sets(&c, "col").await;
+    wait_rolled_out(&c.api, "col").await;
+    let sets = replica_sets(&c.api, "col").await;
     let taken = sets[0]["metadata"]["name"]
         .as_str()
         .unwrap_or_default()
@@ -746,21 +748,76 @@ async fn a_name_collision_bumps_the_collision_count() {
     // The same Deployment again: it adopts the orphan, finds its own name taken by a
     // different template, and retries under another hash.
     create_deployment(
-        &c,
+        &c.api,
         &deployment("col", 1, "col:1", rolling(json!(1), json!(0))),
     )
     .await;
-    let d = wait_rolled_out(&c, "col").await;
+    let d = wait_rolled_out(&c.api, "col").await;
     assert_eq!(d["status"]["collisionCount"], 1);
-    let new = rs_with_image(&c, "col", "col:1")
+    let new = rs_with_image(&c.api, "col", "col:1")
         .await
         .expect("new replica set");
     assert_ne!(new["metadata"]["name"], taken.as_str());
-    let adopted = rs_with_image(&c, "col", "other")
+    let adopted = rs_with_image(&c.api, "col", "other")
         .await
         .expect("adopted replica set");
     assert_eq!(
         adopted["metadata"]["ownerReferences"][0]["uid"],
         d["metadata"]["uid"]
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rolls_out_under_rbac_as_its_own_service_account() {
+    let cluster = SecureCluster::start(&[]).await;
+    let api = &cluster.server;
+    let key = format!(
+        "--service-account-private-key-file={}",
+        cluster.signing_key.display()
+    );
+    let cm = ControllerManager::start(
+        &cluster.dir().join("kcm"),
+        api,
+        &[
+            &key,
+            "--use-service-account-credentials",
+            "--controllers=replicaset,deployment",
+        ],
+    )
+    .await
+    .expect("kube-controller-manager");
+    create_namespace(api, NS).await;
+    let rollout = async {
+        create_deployment(
+            api,
+            &deployment("rbac", 2, "r:1", rolling(json!(1), json!(0))),
+        )
+        .await;
+        wait_rolled_out(api, "rbac").await;
+        // Every write of a rollout (ReplicaSet create and scale, revision annotation, status)
+        // is within upstream's deployment-controller role.
+        merge_patch(
+            api,
+            &path("rbac"),
+            &json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "r:2"}]}}}}),
+        )
+        .await;
+        wait_for("the rollout to r:2", || async {
+            let d = get_deployment(api, "rbac").await;
+            let new = rs_with_image(api, "rbac", "r:2").await.unwrap_or_default();
+            let revision_set =
+                d["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "2";
+            if rolled_out(&d) && int(&new["spec"]["replicas"]) == 2 && revision_set {
+                Ok(())
+            } else {
+                Err(d.to_string())
+            }
+        })
+        .await;
+    };
+    tokio::select! {
+        () = play_kubelet(api) => unreachable!("the kubelet loop never ends"),
+        () = rollout => {}
+    }
+    assert!(!cm.logs().contains("forbidden"), "{}", cm.logs());
 }
