@@ -248,3 +248,74 @@ fn over_capacity_set_correctly(endpoints: &Endpoints, truncated: bool) -> bool {
         None => !truncated,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::ServiceSpec;
+
+    #[test]
+    fn labels_follow_the_service() {
+        let service = |cluster_ip: &str, labels: &[(&str, &str)]| Service {
+            metadata: kube::api::ObjectMeta {
+                labels: Some(
+                    labels
+                        .iter()
+                        .map(|(k, v)| (k.to_string(), v.to_string()))
+                        .collect(),
+                ),
+                ..Default::default()
+            },
+            spec: Some(ServiceSpec {
+                cluster_ip: Some(cluster_ip.into()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let cases = [
+            (
+                "10.96.0.10",
+                vec![("app", "a")],
+                vec!["app", SKIP_MIRROR_LABEL],
+            ),
+            (
+                "None",
+                vec![("app", "a")],
+                vec!["app", SKIP_MIRROR_LABEL, HEADLESS_LABEL],
+            ),
+            // A stale headless label copied from a service that got a cluster IP goes.
+            (
+                "10.96.0.11",
+                vec![(HEADLESS_LABEL, "")],
+                vec![SKIP_MIRROR_LABEL],
+            ),
+        ];
+        for (ip, labels, mut want) in cases {
+            let got = desired_labels(&service(ip, &labels));
+            let mut keys: Vec<&str> = got.keys().map(String::as_str).collect();
+            keys.sort();
+            want.sort();
+            assert_eq!(keys, want, "{ip}");
+        }
+    }
+
+    #[test]
+    fn over_capacity_annotation() {
+        let with = |value: Option<&str>| Endpoints {
+            metadata: kube::api::ObjectMeta {
+                annotations: value
+                    .map(|v| [(OVER_CAPACITY_ANNOTATION.to_string(), v.to_string())].into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        assert!(over_capacity_set_correctly(&with(None), false));
+        assert!(!over_capacity_set_correctly(&with(None), true));
+        assert!(over_capacity_set_correctly(&with(Some("truncated")), true));
+        assert!(!over_capacity_set_correctly(
+            &with(Some("truncated")),
+            false
+        ));
+        assert!(!over_capacity_set_correctly(&with(Some("warning")), true));
+    }
+}
