@@ -133,9 +133,37 @@ async fn request_token(
     Ok((status.token, status.expiration_timestamp.0))
 }
 
+/// Token directories of controller managers that died without cleaning up (killed): their
+/// tokens are still valid for up to an hour and should not linger.
+fn remove_stale_dirs(temp: &Path) {
+    let Ok(entries) = std::fs::read_dir(temp) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(DIR_PREFIX))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let alive = Path::new("/proc").join(pid.to_string()).exists();
+        if pid != std::process::id() && !alive {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
+const DIR_PREFIX: &str = "kube-controller-manager-";
+
 fn private_dir(service_account: &str) -> anyhow::Result<PathBuf> {
+    if Path::new("/proc/self").exists() {
+        remove_stale_dirs(&std::env::temp_dir());
+    }
     let dir = std::env::temp_dir().join(format!(
-        "kube-controller-manager-{}-{service_account}-{:016x}",
+        "{DIR_PREFIX}{}-{service_account}-{:016x}",
         std::process::id(),
         rand::random::<u64>()
     ));
@@ -181,6 +209,23 @@ mod tests {
                 "{what}"
             );
         }
+    }
+
+    #[test]
+    fn directories_of_dead_processes_are_removed() {
+        let temp = tempfile::tempdir().expect("temp");
+        // No process has pid 4294967295; this process is alive.
+        let dead = temp.path().join(format!("{DIR_PREFIX}4294967295-sa-00"));
+        let mine = temp
+            .path()
+            .join(format!("{DIR_PREFIX}{}-sa-00", std::process::id()));
+        let other = temp.path().join("something-else");
+        for dir in [&dead, &mine, &other] {
+            std::fs::create_dir(dir).expect("dir");
+        }
+        remove_stale_dirs(temp.path());
+        assert!(!dead.exists());
+        assert!(mine.exists() && other.exists());
     }
 
     #[test]
