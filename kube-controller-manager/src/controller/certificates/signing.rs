@@ -124,3 +124,23 @@ async fn sync(
         Err(err) => Err(err).with_context(|| format!("writing the status of csr {name:?}")),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requested_lifetimes_only_shorten_the_signers() {
+        let year = Duration::from_secs(365 * 24 * 3600);
+        let cases = [
+            ("not asked", None, year),
+            ("shorter", Some(3600), Duration::from_secs(3600)),
+            ("longer", Some(10 * 365 * 24 * 3600), year),
+        ];
+        for (what, asked, want) in cases {
+            let mut csr = CertificateSigningRequest::default();
+            csr.spec.expiration_seconds = asked;
+            assert_eq!(duration(&csr, year), want, "{what}");
+        }
+    }
+}
