@@ -411,6 +411,38 @@ async fn approved_requests_get_certificates_of_the_cluster_ca() {
     ]);
     assert_eq!(who.trim(), "alice");
 
+    // Approved but against its signer's policy (a client signer asked for server auth): the
+    // request fails instead of being signed.
+    let (request, _) = certificate_request("bob", &[]);
+    let mut object = csr_object("bob", "kubernetes.io/kube-apiserver-client", &request);
+    object["spec"]["usages"] = json!(["digital signature", "server auth"]);
+    create(
+        api,
+        "/apis/certificates.k8s.io/v1/certificatesigningrequests",
+        &object,
+    )
+    .await;
+    admin.ok(&["certificate", "approve", "bob"]);
+    let failed = wait_for("bob's request failed", || async {
+        let csr = get(
+            api,
+            "/apis/certificates.k8s.io/v1/certificatesigningrequests/bob",
+        )
+        .await
+        .ok_or("no csr")?;
+        let failed = csr["status"]["conditions"].as_array().is_some_and(|cs| {
+            cs.iter()
+                .any(|c| c["type"] == "Failed" && c["reason"] == "SignerValidationFailure")
+        });
+        if failed {
+            Ok(csr)
+        } else {
+            Err(csr.to_string())
+        }
+    })
+    .await;
+    assert!(failed["status"].get("certificate").is_none(), "{failed}");
+
     // A node asks for its own client certificate; allowed to by RBAC (selfnodeclient), its
     // request is approved after a SubjectAccessReview and signed.
     for (binding, role) in [
