@@ -26,6 +26,8 @@ pub fn reconcile(node: &Node) -> Option<BTreeMap<String, String>> {
 mod tests {
     use super::*;
 
+    type Labels = &'static [(&'static str, &'static str)];
+
     #[test]
     fn beta_labels_follow_stable_ones() {
         let node = |labels: &[(&str, &str)]| {
@@ -38,14 +40,14 @@ mod tests {
             );
             n
         };
-        let cases: [(&[(&str, &str)], Option<Vec<(&str, &str)>>); 4] = [
+        let cases: [(Labels, Option<Labels>); 4] = [
             (&[], None),
             (
                 &[
                     ("kubernetes.io/os", "linux"),
                     ("kubernetes.io/arch", "amd64"),
                 ],
-                Some(vec![
+                Some(&[
                     ("beta.kubernetes.io/arch", "amd64"),
                     ("beta.kubernetes.io/os", "linux"),
                 ]),
@@ -55,7 +57,7 @@ mod tests {
                     ("kubernetes.io/os", "linux"),
                     ("beta.kubernetes.io/os", "windows"),
                 ],
-                Some(vec![("beta.kubernetes.io/os", "linux")]),
+                Some(&[("beta.kubernetes.io/os", "linux")]),
             ),
             (
                 &[
@@ -67,7 +69,7 @@ mod tests {
         ];
         for (i, (labels, want)) in cases.into_iter().enumerate() {
             let want = want.map(|w| {
-                w.into_iter()
+                w.iter()
                     .map(|(k, v)| (k.to_string(), v.to_string()))
                     .collect::<BTreeMap<_, _>>()
             });
