@@ -86,7 +86,32 @@ pub fn plan(
     for slices in by_group.into_values() {
         plan.delete.extend(slices.into_iter().cloned());
     }
+    reuse_deleted(&mut plan);
     plan
+}
+
+/// A slice about to be deleted becomes one about to be created (same address type, which is
+/// immutable): one update instead of a create and a delete, and never a moment with both.
+fn reuse_deleted(plan: &mut Plan) {
+    let mut i = 0;
+    while i < plan.delete.len() && !plan.create.is_empty() {
+        let address_type = &plan.delete[i].address_type;
+        let Some(pos) = plan
+            .create
+            .iter()
+            .rposition(|c| &c.address_type == address_type)
+        else {
+            i += 1;
+            continue;
+        };
+        let mut slice = plan.create.remove(pos);
+        let old = plan.delete.remove(i);
+        slice.metadata.name = old.metadata.name;
+        slice.metadata.uid = old.metadata.uid;
+        slice.metadata.resource_version = old.metadata.resource_version;
+        slice.metadata.annotations = old.metadata.annotations;
+        plan.update.push(slice);
+    }
 }
 
 fn plan_group(
@@ -323,7 +348,16 @@ mod tests {
                     slice("b", 81, vec![ep("1.1.1.2", true)]),
                 ],
                 vec![group(80, vec![ep("1.1.1.9", true)])],
-                (vec![1], vec![], vec!["a", "b"]),
+                (vec![], vec!["a"], vec!["b"]),
+            ),
+            (
+                "the placeholder becomes the first slice",
+                vec![EndpointSlice {
+                    ports: None,
+                    ..slice("p", 0, vec![])
+                }],
+                vec![group(80, vec![ep("1.1.1.1", true)])],
+                (vec![], vec!["p"], vec![]),
             ),
             (
                 "no endpoints: one placeholder kept",
