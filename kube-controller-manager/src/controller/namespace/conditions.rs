@@ -67,7 +67,8 @@ impl ConditionUpdater {
             DISCOVERY_FAILURE,
             "DiscoveryFailed",
             format!(
-                "Discovery failed for some groups, {} failing: {}",
+                "Discovery failed for some groups, {} failing: unable to retrieve the complete \
+                 list of server APIs: {}",
                 failed_groups.len(),
                 failed_groups.join(", ")
             ),
@@ -235,13 +236,16 @@ mod tests {
     fn unchanged_conditions_are_not_rewritten_and_failures_clear() {
         let mut ns = Namespace::default();
         let mut failing = ConditionUpdater::default();
-        failing.discovery_failed(&["metrics.k8s.io/v1beta1".into()]);
+        failing.discovery_failed(&["metrics.k8s.io/v1beta1: unavailable".into()]);
         failing.content_deletion_failed(&["boom".into()]);
         assert!(failing.apply(&mut ns));
         assert!(!failing.apply(&mut ns), "same failures: no write");
         assert_eq!(
             condition(&ns, DISCOVERY_FAILURE).message.as_deref(),
-            Some("Discovery failed for some groups, 1 failing: metrics.k8s.io/v1beta1")
+            Some(
+                "Discovery failed for some groups, 1 failing: unable to retrieve the complete \
+                 list of server APIs: metrics.k8s.io/v1beta1: unavailable"
+            )
         );
         assert!(ConditionUpdater::default().apply(&mut ns));
         for kind in TYPES {

@@ -24,6 +24,7 @@ impl Deletable {
 #[derive(Debug, Default)]
 pub struct Discovered {
     pub resources: Vec<Deletable>,
+    /// `<group version>: <error>` of each group version that could not be discovered.
     pub failed: Vec<String>,
     pub unparsable: Vec<String>,
 }
@@ -40,8 +41,7 @@ pub async fn discover(client: &kube::Client) -> anyhow::Result<Discovered> {
         match client.list_core_api_resources(version).await {
             Ok(list) => found.resources.extend(deletable(&list, "", version)),
             Err(err) => {
-                tracing::debug!(%version, "core discovery failed: {err}");
-                found.failed.push(version.clone());
+                found.failed.push(format!("{version}: {err}"));
             }
         }
     }
@@ -65,8 +65,7 @@ pub async fn discover(client: &kube::Client) -> anyhow::Result<Discovered> {
         match client.list_api_group_resources(&gv).await {
             Ok(list) => found.resources.extend(deletable(&list, g, v)),
             Err(err) => {
-                tracing::debug!(group_version = %gv, "discovery failed: {err}");
-                found.failed.push(gv);
+                found.failed.push(format!("{gv}: {err}"));
             }
         }
     }
