@@ -399,6 +399,29 @@ mod tests {
     }
 
     #[test]
+    fn a_replica_set_failure_is_reported_and_cleared() {
+        use k8s_openapi::api::apps::v1::ReplicaSetCondition;
+        let d = deployment(1, IntOrString::Int(1), IntOrString::Int(0));
+        let mut failing = rs("new", 1, 0);
+        if let Some(s) = failing.status.as_mut() {
+            s.conditions = Some(vec![ReplicaSetCondition {
+                type_: REPLICA_FAILURE.into(),
+                status: "True".into(),
+                reason: Some("FailedCreate".into()),
+                message: Some("quota".into()),
+                last_transition_time: None,
+            }]);
+        }
+        let s = rollout_status(&d, &[&failing], Some(&failing), at(0));
+        assert_eq!(reason(&s, REPLICA_FAILURE).as_deref(), Some("FailedCreate"));
+        let mut d = d;
+        d.status = Some(s);
+        let healthy = rs("new", 1, 1);
+        let s = rollout_status(&d, &[&healthy], Some(&healthy), at(1));
+        assert!(get_condition(&s, REPLICA_FAILURE).is_none());
+    }
+
+    #[test]
     fn requeue_waits_for_the_deadline() {
         let base = deployment(3, IntOrString::Int(1), IntOrString::Int(0));
         let d = with_progressing(base.clone(), RS_UPDATED, 0, DeploymentStatus::default());

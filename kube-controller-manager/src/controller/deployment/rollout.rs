@@ -352,6 +352,23 @@ mod tests {
     }
 
     #[test]
+    fn saturation_needs_size_annotation_and_availability() {
+        use super::super::annotations::set_replicas_annotations;
+        use super::super::replicas::tests::deployment;
+        use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+        let d = deployment(3, IntOrString::Int(1), IntOrString::Int(0));
+        let annotated = |size, available| {
+            let mut r = rs("new", size, available);
+            set_replicas_annotations(&mut r, &d);
+            r
+        };
+        assert!(is_saturated(&d, &annotated(3, 3)));
+        assert!(!is_saturated(&d, &annotated(3, 2)));
+        assert!(!is_saturated(&d, &annotated(2, 2)));
+        assert!(!is_saturated(&d, &rs("new", 3, 3)));
+    }
+
+    #[test]
     fn recreate_waits_for_old_pods() {
         let mut new_rs = rs("new", 0, 0);
         new_rs.metadata.uid = Some("n".into());
