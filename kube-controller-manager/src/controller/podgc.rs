@@ -82,21 +82,8 @@ impl PodGc {
         let candidates: Vec<String> = {
             let mut missing = self.missing_since.lock();
             let mut deleted = self.deleted_nodes.lock();
-            missing.retain(|n, _| referenced.contains(n.as_str()));
-            // Forgotten once no pod refers to them, so node churn does not grow the set.
-            deleted.retain(|n| referenced.contains(n.as_str()));
-            let mut due = Vec::new();
-            let mut next_check: Option<Duration> = None;
-            for name in &referenced {
-                let since = *missing.entry(name.to_string()).or_insert(now);
-                let waited = now.duration_since(since);
-                if deleted.contains(*name) || waited >= QUARANTINE {
-                    due.push(name.to_string());
-                } else {
-                    let left = QUARANTINE - waited;
-                    next_check = Some(next_check.map_or(left, |n| n.min(left)));
-                }
-            }
+            let (due, next_check) =
+                gc::orphan_candidates(&referenced, &mut missing, &mut deleted, now, QUARANTINE);
             if let Some(left) = next_check {
                 self.queue.add_after(PASS.to_string(), left);
             }

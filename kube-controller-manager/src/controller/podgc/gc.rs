@@ -81,6 +81,34 @@ pub fn unscheduled_terminating(pods: &[std::sync::Arc<Pod>]) -> Vec<std::sync::A
         .collect()
 }
 
+/// The missing nodes to confirm absent with a live GET now: seen deleted, or missing from the
+/// cache for the whole quarantine. Also returns when the next one comes out of quarantine.
+/// `missing` and `deleted` forget nodes no pod refers to any more.
+pub fn orphan_candidates(
+    referenced: &HashSet<&str>,
+    missing: &mut std::collections::HashMap<String, std::time::Instant>,
+    deleted: &mut HashSet<String>,
+    now: std::time::Instant,
+    quarantine: std::time::Duration,
+) -> (Vec<String>, Option<std::time::Duration>) {
+    missing.retain(|n, _| referenced.contains(n.as_str()));
+    deleted.retain(|n| referenced.contains(n.as_str()));
+    let mut due = Vec::new();
+    let mut next_check: Option<std::time::Duration> = None;
+    for name in referenced {
+        let since = *missing.entry(name.to_string()).or_insert(now);
+        let waited = now.duration_since(since);
+        if deleted.contains(*name) || waited >= quarantine {
+            due.push(name.to_string());
+        } else {
+            let left = quarantine - waited;
+            next_check = Some(next_check.map_or(left, |n| n.min(left)));
+        }
+    }
+    due.sort();
+    (due, next_check)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -143,6 +171,35 @@ mod tests {
                 "threshold {threshold}"
             );
         }
+    }
+
+    #[test]
+    fn quarantine() {
+        use std::collections::HashMap;
+        use std::time::{Duration, Instant};
+        let q = Duration::from_secs(40);
+        let t0 = Instant::now();
+        let mut missing = HashMap::new();
+        let mut deleted: HashSet<String> = ["gone".to_string(), "unused".to_string()].into();
+        let referenced: HashSet<&str> = ["gone", "new"].into();
+        // A node seen deleted is checked at once; an unknown one waits out the quarantine.
+        let (due, next) = orphan_candidates(&referenced, &mut missing, &mut deleted, t0, q);
+        assert_eq!(due, vec!["gone"]);
+        assert_eq!(next, Some(q));
+        assert!(
+            !deleted.contains("unused"),
+            "forgotten when no pod refers to it"
+        );
+        let later = t0 + Duration::from_secs(30);
+        let (due, next) = orphan_candidates(&referenced, &mut missing, &mut deleted, later, q);
+        assert_eq!(due, vec!["gone"]);
+        assert_eq!(next, Some(Duration::from_secs(10)));
+        let (due, next) = orphan_candidates(&referenced, &mut missing, &mut deleted, t0 + q, q);
+        assert_eq!(due, vec!["gone", "new"]);
+        assert_eq!(next, None);
+        // The pods went away: nothing is remembered.
+        let (due, _) = orphan_candidates(&HashSet::new(), &mut missing, &mut deleted, t0 + q, q);
+        assert!(due.is_empty() && missing.is_empty() && deleted.is_empty());
     }
 
     #[test]
