@@ -35,13 +35,15 @@ impl std::fmt::Debug for ControllerContext {
 }
 
 impl ControllerContext {
-    /// The client a controller writes with. With `--use-service-account-credentials` it is
-    /// authenticated as the service account `kube-system/<service_account>` (created if
-    /// missing, with a token from the TokenRequest API), as upstream gives each controller its
-    /// own identity; otherwise it is the controller manager's client.
+    /// The client a controller writes with: its own connection and its own `--kube-api-qps`
+    /// budget, as upstream's client builder gives each controller (one shared limiter made the
+    /// namespace controller's discovery queue behind the garbage collector's for seconds).
+    /// With `--use-service-account-credentials` it is authenticated as the service account
+    /// `kube-system/<service_account>` (created if missing, with a token from the TokenRequest
+    /// API); otherwise it carries the controller manager's own credentials.
     pub async fn client_for(&self, service_account: &str) -> anyhow::Result<kube::Client> {
         if !self.settings.use_service_account_credentials {
-            return Ok(self.client.clone());
+            return Ok(self.client_config.build_client()?);
         }
         super::credentials::service_account_client(self, service_account).await
     }

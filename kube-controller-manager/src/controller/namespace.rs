@@ -18,14 +18,7 @@ const NAME: &str = "namespace";
 
 pub fn init(ctx: ControllerContext) -> BoxFuture<'static, InitResult> {
     Box::pin(async move {
-        // Emptying a namespace is a burst of discovery, list and delete calls: as upstream,
-        // where every controller's client has its own QPS budget, it must not queue behind
-        // the other controllers' requests.
-        let client = if ctx.settings.use_service_account_credentials {
-            ctx.client_for("namespace-controller").await?
-        } else {
-            ctx.client_config.build_client()?
-        };
+        let client = ctx.client_for("namespace-controller").await?;
         let informer = ctx.informers.informer::<Namespace>();
         let queue: RateLimitingQueue<String> = RateLimitingQueue::default_controller(NAME);
         let enqueue = {
