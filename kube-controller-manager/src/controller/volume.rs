@@ -1,20 +1,28 @@
 //! PersistentVolume binding, protection finalizers and ephemeral volumes.
 
+mod binder;
+mod ephemeral;
+mod finalizers;
+mod matching;
+mod pv_protection;
+mod pvc_protection;
+mod sync;
+
 use super::{ControllerContext, InitResult};
 use futures::future::BoxFuture;
 
 pub fn init_binder(ctx: ControllerContext) -> BoxFuture<'static, InitResult> {
-    super::not_implemented(ctx)
+    binder::init(ctx)
 }
 
 pub fn init_pv_protection(ctx: ControllerContext) -> BoxFuture<'static, InitResult> {
-    super::not_implemented(ctx)
+    pv_protection::init(ctx)
 }
 
 pub fn init_pvc_protection(ctx: ControllerContext) -> BoxFuture<'static, InitResult> {
-    super::not_implemented(ctx)
+    pvc_protection::init(ctx)
 }
 
 pub fn init_ephemeral(ctx: ControllerContext) -> BoxFuture<'static, InitResult> {
-    super::not_implemented(ctx)
+    ephemeral::init(ctx)
 }
