@@ -124,10 +124,9 @@ fn revision(pod: &Value) -> String {
         .to_string()
 }
 
-/// Waits for `name` to exist at `rev` (it is deleted and recreated to get there), then marks it
-/// Running and Ready.
-async fn wait_for_pod_at(api: &ApiServer, name: &str, rev: &str) {
-    let pod = wait_for(&format!("pod {name} at revision {rev}"), || async {
+/// Waits for `name` to exist at `rev` (it is deleted and recreated to get there).
+async fn wait_for_pod_at(api: &ApiServer, name: &str, rev: &str) -> Value {
+    wait_for(&format!("pod {name} at revision {rev}"), || async {
         let pod = get(api, &pod_path(name)).await.ok_or("absent")?;
         if revision(&pod) == rev && pod["metadata"]["deletionTimestamp"].is_null() {
             Ok(pod)
@@ -135,8 +134,7 @@ async fn wait_for_pod_at(api: &ApiServer, name: &str, rev: &str) {
             Err(format!("at {}", revision(&pod)))
         }
     })
-    .await;
-    mark_pod_running_ready(api, &pod).await;
+    .await
 }
 
 async fn wait_for_status(api: &ApiServer, what: &str, check: impl Fn(&Value) -> bool) -> Value {
@@ -257,7 +255,11 @@ async fn ordered_ready_creation_scale_down_and_partitioned_rollout() {
         "statefulset/web",
         "--timeout=20s",
     ]);
-    assert!(out.contains("rolling update complete 3 pods"), "{out}");
+    // kubectl reports every RollingUpdate with a partition (even 0) as partitioned.
+    assert!(
+        out.contains("partitioned roll out complete: 3 new pods have been updated"),
+        "{out}"
+    );
 
     // Scale down removes the highest ordinal; the claims stay (Retain).
     merge_patch(api, &set_path(), &json!({"spec": {"replicas": 2}})).await;
@@ -293,7 +295,8 @@ async fn ordered_ready_creation_scale_down_and_partitioned_rollout() {
         .as_str()
         .unwrap_or_default()
         .to_string();
-    wait_for_pod_at(api, "web-2", &rev2).await;
+    let web2 = wait_for_pod_at(api, "web-2", &rev2).await;
+    mark_pod_running_ready(api, &web2).await;
     let status = wait_for_status(api, "web-2 updated", |s| {
         s["updatedReplicas"] == 1 && s["readyReplicas"] == 3
     })
@@ -312,7 +315,10 @@ async fn ordered_ready_creation_scale_down_and_partitioned_rollout() {
         "statefulset/web",
         "--timeout=20s",
     ]);
-    assert!(out.contains("partitioned roll out complete"), "{out}");
+    assert!(
+        out.contains("partitioned roll out complete: 1 new pods have been updated"),
+        "{out}"
+    );
 
     // Partition 0: web-1 next while web-0 still runs the old revision, then web-0.
     merge_patch(
@@ -321,10 +327,13 @@ async fn ordered_ready_creation_scale_down_and_partitioned_rollout() {
         &json!({"spec": {"updateStrategy": {"rollingUpdate": {"partition": 0}}}}),
     )
     .await;
-    wait_for_pod_at(api, "web-1", &rev2).await;
+    // The updated web-1 is not Ready yet, so web-0 must still be untouched.
+    let web1 = wait_for_pod_at(api, "web-1", &rev2).await;
     let pod = get(api, &pod_path("web-0")).await.expect("web-0");
     assert_eq!(revision(&pod), rev1, "web-0 is updated last");
-    wait_for_pod_at(api, "web-0", &rev2).await;
+    mark_pod_running_ready(api, &web1).await;
+    let web0 = wait_for_pod_at(api, "web-0", &rev2).await;
+    mark_pod_running_ready(api, &web0).await;
     let status = wait_for_status(api, "rollout complete", |s| {
         s["currentRevision"] == json!(rev2) && s["updatedReplicas"] == 3 && s["readyReplicas"] == 3
     })
@@ -339,7 +348,7 @@ async fn ordered_ready_creation_scale_down_and_partitioned_rollout() {
         "--timeout=20s",
     ]);
     assert!(
-        out.contains(&format!("complete 3 pods at revision {rev2}")),
+        out.contains("partitioned roll out complete: 3 new pods have been updated"),
         "{out}"
     );
 
