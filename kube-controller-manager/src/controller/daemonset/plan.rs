@@ -264,8 +264,9 @@ mod tests {
     use k8s_openapi::api::core::v1::PodStatus;
     use kube::api::ObjectMeta;
 
-    /// A pod named `<kind><n>`: kind `n` (new, available), `o` (old, available), `u` (old,
-    /// unavailable), `w` (new, not yet available), `f` (failed), `s` (succeeded).
+    /// A pod named `<kind><n>`: kind `n` (new, ready and available), `o` (old, ready and
+    /// available), `u` (old, unavailable), `w` (new, not yet available), `f` (failed), `s`
+    /// (succeeded).
     fn pod(name: &str, created: i64) -> Arc<Pod> {
         let phase = match &name[..1] {
             "f" => "Failed",
@@ -283,6 +284,16 @@ mod tests {
             spec: None,
             status: Some(PodStatus {
                 phase: Some(phase.into()),
+                conditions: Some(vec![k8s_openapi::api::core::v1::PodCondition {
+                    type_: "Ready".into(),
+                    status: if matches!(&name[..1], "n" | "o") {
+                        "True"
+                    } else {
+                        "False"
+                    }
+                    .into(),
+                    ..Default::default()
+                }]),
                 ..Default::default()
             }),
         })
