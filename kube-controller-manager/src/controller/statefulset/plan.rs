@@ -234,7 +234,7 @@ mod tests {
                     ]
                     .into(),
                 ),
-                deletion_timestamp: (state == "deleting").then(|| Time(Timestamp::UNIX_EPOCH)),
+                deletion_timestamp: (state == "deleting").then_some(Time(Timestamp::UNIX_EPOCH)),
                 ..Default::default()
             },
             spec: None,
@@ -268,11 +268,21 @@ mod tests {
         }
     }
 
+    /// (what, pods, replicas, monotonic, strategy, want)
+    type Case = (
+        &'static str,
+        Vec<Arc<Pod>>,
+        i32,
+        bool,
+        Strategy,
+        Vec<Action>,
+    );
+
     #[test]
     fn plans() {
         use Which::{Current, Update};
         let roll = |partition| Strategy::RollingUpdate { partition };
-        let cases: Vec<(&str, Vec<Arc<Pod>>, i32, bool, Strategy, Vec<Action>)> = vec![
+        let cases: Vec<Case> = vec![
             (
                 "ordered: first pod",
                 vec![],
