@@ -267,17 +267,20 @@ mod tests {
         }
     }
 
+    /// (name, claim, volumes, delay binding, the volume chosen)
+    type Case = (
+        &'static str,
+        PersistentVolumeClaim,
+        Vec<Arc<PersistentVolume>>,
+        bool,
+        Option<&'static str>,
+    );
+
     #[test]
     fn picks_as_upstream() {
         let rwo = &["ReadWriteOnce"];
         let none = json!({});
-        let cases: Vec<(
-            &str,
-            PersistentVolumeClaim,
-            Vec<Arc<PersistentVolume>>,
-            bool,
-            Option<&str>,
-        )> = vec![
+        let cases: Vec<Case> = vec![
             (
                 "smallest fitting",
                 pvc("1Gi", rwo, none.clone()),
