@@ -379,6 +379,31 @@ async fn ordered_ready_creation_scale_down_and_partitioned_rollout() {
         .filter(|w| w.chars().all(|c| c.is_ascii_digit()))
         .collect();
     assert_eq!(rows, ["1", "2"], "{history}");
+
+    // Undo brings the first template back: its revision becomes the newest (3), no new one.
+    kubectl.ok(&[
+        "-n",
+        NS,
+        "rollout",
+        "undo",
+        "statefulset/web",
+        "--to-revision=1",
+    ]);
+    wait_for_status(api, "update revision back to the first", |s| {
+        s["updateRevision"] == json!(rev1)
+    })
+    .await;
+    let path = format!("/apis/apps/v1/namespaces/{NS}/controllerrevisions/{rev1}");
+    let first = get(api, &path).await.expect("first revision");
+    assert_eq!(first["revision"], 3);
+    let revisions = list(
+        api,
+        &format!("/apis/apps/v1/namespaces/{NS}/controllerrevisions"),
+    )
+    .await;
+    assert_eq!(revisions.len(), 2);
+    let web2 = wait_for_pod_at(api, "web-2", &rev1).await;
+    assert_eq!(web2["spec"]["containers"][0]["image"], "nginx:1");
 }
 
 #[tokio::test]
@@ -409,6 +434,12 @@ async fn parallel_creates_and_deletes_all_at_once() {
             Err(format!("phase {}", pod["status"]["phase"]))
         }
     })
+    .await;
+    wait_for_event(
+        api,
+        "RecreatingFailedPod",
+        &format!("StatefulSet {NS}/web is recreating failed Pod web-1"),
+    )
     .await;
 
     merge_patch(api, &set_path(), &json!({"spec": {"replicas": 0}})).await;

@@ -30,6 +30,11 @@ pub enum Action {
         name: String,
         condemned: bool,
     },
+    /// Delete a finished pod so it is created again (`failed` tells Failed from Succeeded).
+    Recreate {
+        name: String,
+        failed: bool,
+    },
     /// Put the identity labels back on a pod.
     FixIdentity {
         name: String,
@@ -134,9 +139,9 @@ fn plan_into(input: &PlanInput<'_>, actions: &mut Vec<Action>) {
         if is_finished(pod) {
             // Replaced once the old one is gone (its deletion requeues the set).
             if !is_terminating(pod) {
-                actions.push(Action::Delete {
+                actions.push(Action::Recreate {
                     name: name(pod),
-                    condemned: false,
+                    failed: phase(pod) == "Failed",
                 });
             }
             if input.monotonic {
@@ -321,7 +326,10 @@ mod tests {
                 1,
                 true,
                 roll(0),
-                vec![delete("web-0", false)],
+                vec![Action::Recreate {
+                    name: "web-0".into(),
+                    failed: true,
+                }],
             ),
             (
                 "scale down from highest",

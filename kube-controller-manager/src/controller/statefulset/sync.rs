@@ -313,6 +313,27 @@ impl Controller {
                     }
                     self.delete_pod(ns, set, me, name).await
                 }
+                Action::Recreate { name, failed } => {
+                    let (ns, set_name) = (ns, set_name(set));
+                    if *failed {
+                        self.recorder.event(
+                            me,
+                            EventType::Warning,
+                            "RecreatingFailedPod",
+                            format!("StatefulSet {ns}/{set_name} is recreating failed Pod {name}"),
+                        );
+                    } else {
+                        self.recorder.event(
+                            me,
+                            EventType::Normal,
+                            "RecreatingTerminatedPod",
+                            format!(
+                                "StatefulSet {ns}/{set_name} is recreating terminated Pod {name}"
+                            ),
+                        );
+                    }
+                    self.delete_pod(ns, set, me, name).await
+                }
                 Action::FixIdentity { name, ordinal } => {
                     self.fix_identity(ns, set, me, pods, name, *ordinal).await
                 }
