@@ -169,12 +169,15 @@ pub fn node_actions(
     out
 }
 
+/// A node's pod of the current revision and its pod of an older one.
+type NewAndOld = (Option<Arc<Pod>>, Option<Arc<Pod>>);
+
 /// The new pod and the old pod of a node, or `None` when it has more than one of either
 /// (the manage loop cleans those up first). Terminating pods do not count.
 fn updated_and_old(
     pods: &[Arc<Pod>],
     updated: &impl Fn(&Pod) -> bool,
-) -> Option<(Option<Arc<Pod>>, Option<Arc<Pod>>)> {
+) -> Option<NewAndOld> {
     let (mut new, mut old) = (None, None);
     for pod in pods
         .iter()
