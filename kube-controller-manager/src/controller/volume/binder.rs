@@ -281,6 +281,30 @@ impl Binder {
     }
 }
 
+/// Upstream's `--pvclaimbinder-sync-period` default: every volume and claim is synced again
+/// this often, which retries what an event alone would not (a conflict lost to another
+/// writer, a half-done binding whose event was missed).
+const RESYNC_PERIOD: std::time::Duration = std::time::Duration::from_secs(15);
+
+async fn resync(
+    binder: &Binder,
+    (volumes, volume_queue): (Lister<PersistentVolume>, RateLimitingQueue<String>),
+    shutdown: tokio_util::sync::CancellationToken,
+) {
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = tokio::time::sleep(RESYNC_PERIOD) => {}
+        }
+        for c in binder.claims.list() {
+            binder.claim_queue.add(object_key(c.as_ref()));
+        }
+        for v in volumes.list() {
+            volume_queue.add(name_of(v.as_ref()));
+        }
+    }
+}
+
 pub fn init(ctx: ControllerContext) -> BoxFuture<'static, InitResult> {
     Box::pin(async move {
         let client = ctx.client_for("persistent-volume-binder").await?;
@@ -336,6 +360,7 @@ pub fn init(ctx: ControllerContext) -> BoxFuture<'static, InitResult> {
         );
 
         let shutdown = ctx.shutdown.clone();
+        let volume_lister = (volumes.lister(), volume_queue.clone());
         Ok(Some(Box::pin(async move {
             if !volumes.wait_for_cache_sync(&shutdown).await
                 || !claims.wait_for_cache_sync(&shutdown).await
@@ -344,6 +369,8 @@ pub fn init(ctx: ControllerContext) -> BoxFuture<'static, InitResult> {
                 return;
             }
             let b1 = binder.clone();
+            let binder_for_resync = binder.clone();
+            let resync_shutdown = shutdown.clone();
             let claims_run = run_workers(NAME, claim_queue, 1, shutdown.clone(), move |key| {
                 let b = b1.clone();
                 async move { b.sync_claim(key).await }
@@ -352,7 +379,8 @@ pub fn init(ctx: ControllerContext) -> BoxFuture<'static, InitResult> {
                 let b = binder.clone();
                 async move { b.sync_volume(name).await }
             });
-            tokio::join!(claims_run, volumes_run);
+            let resync = resync(&binder_for_resync, volume_lister, resync_shutdown);
+            tokio::join!(claims_run, volumes_run, resync);
         }) as Running))
     })
 }

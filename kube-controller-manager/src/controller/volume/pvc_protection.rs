@@ -1,6 +1,7 @@
 //! persistentvolumeclaim-protection-controller: a claim being deleted keeps
 //! `kubernetes.io/pvc-protection` while a scheduled, non-terminal pod uses it.
 
+use super::super::utils::controller_ref::controller_of;
 use super::super::worker::run_workers;
 use super::super::{ControllerContext, InitResult, Running};
 use super::finalizers::{has_finalizer, with_finalizer, without_finalizer};
@@ -17,27 +18,39 @@ pub const FINALIZER: &str = "kubernetes.io/pvc-protection";
 
 /// The claims a pod's volumes name: direct claims and generic ephemeral `<pod>-<volume>`.
 pub fn pod_claim_names(pod: &Pod) -> Vec<String> {
+    pod_claims(pod).into_iter().map(|(name, _)| name).collect()
+}
+
+/// Each claim name with whether it comes from an ephemeral volume.
+fn pod_claims(pod: &Pod) -> Vec<(String, bool)> {
     let pod_name = pod.metadata.name.as_deref().unwrap_or_default();
     pod.spec
         .iter()
         .flat_map(|s| s.volumes.iter().flatten())
         .filter_map(|v| {
             if let Some(c) = &v.persistent_volume_claim {
-                Some(c.claim_name.clone())
+                Some((c.claim_name.clone(), false))
             } else {
                 v.ephemeral
                     .as_ref()
-                    .map(|_| format!("{pod_name}-{}", v.name))
+                    .map(|_| (format!("{pod_name}-{}", v.name), true))
             }
         })
         .collect()
 }
 
 /// Whether `pod` keeps `claim` in use: only scheduled pods count (the kubelet refuses to start
-/// a pod whose claim is being deleted) and terminal ones do not.
-pub fn pod_uses_claim(pod: &Pod, claim: &str) -> bool {
+/// a pod whose claim is being deleted), terminal ones and ones force-deleted or done with by
+/// the kubelet (deletion grace 0) do not, and an ephemeral volume uses the claim of that name
+/// only if the claim was made for the pod.
+pub fn pod_uses_claim(pod: &Pod, claim: &PersistentVolumeClaim) -> bool {
     let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
     if matches!(phase, Some("Succeeded" | "Failed")) {
+        return false;
+    }
+    if pod.metadata.deletion_timestamp.is_some()
+        && pod.metadata.deletion_grace_period_seconds == Some(0)
+    {
         return false;
     }
     if pod
@@ -48,7 +61,13 @@ pub fn pod_uses_claim(pod: &Pod, claim: &str) -> bool {
     {
         return false;
     }
-    pod_claim_names(pod).iter().any(|c| c == claim)
+    let name = claim.metadata.name.as_deref().unwrap_or_default();
+    pod_claims(pod).iter().any(|(c, ephemeral)| {
+        c == name
+            && (!ephemeral
+                || controller_of(&claim.metadata)
+                    .is_some_and(|r| Some(&r.uid) == pod.metadata.uid.as_ref()))
+    })
 }
 
 struct PvcProtection {
@@ -85,7 +104,7 @@ impl PvcProtection {
             .namespace(ns)
             .list()
             .iter()
-            .any(|p| pod_uses_claim(p, name));
+            .any(|p| pod_uses_claim(p, &pvc));
         if in_cache {
             return Ok(());
         }
@@ -95,7 +114,7 @@ impl PvcProtection {
             .list(&ListParams::default())
             .await
             .map_err(|e| anyhow::anyhow!("listing pods of namespace {ns}: {e}"))?;
-        if live.items.iter().any(|p| pod_uses_claim(p, name)) {
+        if live.items.iter().any(|p| pod_uses_claim(p, &pvc)) {
             return Ok(());
         }
         let mut updated = (*pvc).clone();
@@ -180,4 +199,106 @@ pub fn init(ctx: ControllerContext) -> BoxFuture<'static, InitResult> {
             .await;
         }) as Running))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pod(extra: serde_json::Value) -> Pod {
+        let mut v = json!({
+            "metadata": {"name": "p", "namespace": "ns", "uid": "pod-uid"},
+            "spec": {"nodeName": "n1", "containers": [], "volumes": [
+                {"name": "a", "persistentVolumeClaim": {"claimName": "direct"}},
+                {"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}}
+            ]},
+            "status": {"phase": "Running"}
+        });
+        for (k, val) in extra.as_object().into_iter().flatten() {
+            for (k2, v2) in val.as_object().into_iter().flatten() {
+                v[k][k2] = v2.clone();
+            }
+        }
+        serde_json::from_value(v).expect("pod")
+    }
+
+    fn claim(name: &str, owner_uid: Option<&str>) -> PersistentVolumeClaim {
+        let owners: Vec<_> = owner_uid
+            .map(|u| json!({"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": u, "controller": true}))
+            .into_iter()
+            .collect();
+        serde_json::from_value(
+            json!({"metadata": {"name": name, "namespace": "ns", "ownerReferences": owners}}),
+        )
+        .expect("claim")
+    }
+
+    #[test]
+    fn which_pods_use_a_claim() {
+        let cases = [
+            (
+                "running pod, direct claim",
+                pod(json!({})),
+                claim("direct", None),
+                true,
+            ),
+            ("other claim", pod(json!({})), claim("else", None), false),
+            (
+                "unscheduled",
+                pod(json!({"spec": {"nodeName": ""}})),
+                claim("direct", None),
+                false,
+            ),
+            (
+                "succeeded",
+                pod(json!({"status": {"phase": "Succeeded"}})),
+                claim("direct", None),
+                false,
+            ),
+            (
+                "failed",
+                pod(json!({"status": {"phase": "Failed"}})),
+                claim("direct", None),
+                false,
+            ),
+            (
+                "pending but scheduled",
+                pod(json!({"status": {"phase": "Pending"}})),
+                claim("direct", None),
+                true,
+            ),
+            (
+                "force-deleted",
+                pod(
+                    json!({"metadata": {"deletionTimestamp": "2024-01-01T00:00:00Z", "deletionGracePeriodSeconds": 0}}),
+                ),
+                claim("direct", None),
+                false,
+            ),
+            (
+                "terminating with grace",
+                pod(
+                    json!({"metadata": {"deletionTimestamp": "2024-01-01T00:00:00Z", "deletionGracePeriodSeconds": 30}}),
+                ),
+                claim("direct", None),
+                true,
+            ),
+            (
+                "ephemeral claim of the pod",
+                pod(json!({})),
+                claim("p-scratch", Some("pod-uid")),
+                true,
+            ),
+            (
+                "ephemeral name, not the pod's claim",
+                pod(json!({})),
+                claim("p-scratch", Some("other")),
+                false,
+            ),
+        ];
+        for (name, pod, claim, want) in cases {
+            assert_eq!(pod_uses_claim(&pod, &claim), want, "{name}");
+        }
+    }
 }

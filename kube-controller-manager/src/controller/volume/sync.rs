@@ -244,11 +244,10 @@ impl Binder {
             return Ok(());
         };
         let Some(claim_ref) = pv.spec.as_ref().and_then(|s| s.claim_ref.clone()) else {
-            let was = volume_phase(&pv).to_string();
             self.set_volume_phase(&pv, "Available", None).await?;
-            if was != "Available" || pv.metadata.generation == Some(1) {
-                self.enqueue_unbound_claims();
-            }
+            // Upstream waits for its periodic resync to offer a new volume to waiting claims;
+            // offering it now binds them without that delay.
+            self.enqueue_unbound_claims();
             return Ok(());
         };
         let ns = claim_ref.namespace.clone().unwrap_or_default();
