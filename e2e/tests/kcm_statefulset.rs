@@ -6,7 +6,7 @@
 use e2e::apiserver::{ApiServer, Backend};
 use e2e::controller_manager::{ControllerManager, list, mark_pod_running_ready, wait_for};
 use e2e::kubectl::Kubectl;
-use e2e::scheduler::{create, create_namespace, get, merge_patch};
+use e2e::scheduler::{create, create_namespace, get, merge, merge_patch};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
@@ -53,29 +53,31 @@ fn pod_path(name: &str) -> String {
     format!("/api/v1/namespaces/{NS}/pods/{name}")
 }
 
-async fn create_set(api: &ApiServer, policy: &str, replicas: i64) -> Value {
+async fn create_set(api: &ApiServer, policy: &str, replicas: i64, extra_spec: Value) -> Value {
+    let mut set = json!({
+        "metadata": {"name": "web"},
+        "spec": {
+            "replicas": replicas,
+            "serviceName": "web",
+            "podManagementPolicy": policy,
+            "selector": {"matchLabels": {"app": "web"}},
+            "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}},
+            "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "c", "image": "nginx:1"}]},
+            },
+            "volumeClaimTemplates": [{
+                "metadata": {"name": "data"},
+                "spec": {"accessModes": ["ReadWriteOnce"],
+                         "resources": {"requests": {"storage": "1Gi"}}},
+            }],
+        },
+    });
+    merge(&mut set["spec"], extra_spec);
     create(
         api,
         &format!("/apis/apps/v1/namespaces/{NS}/statefulsets"),
-        &json!({
-            "metadata": {"name": "web"},
-            "spec": {
-                "replicas": replicas,
-                "serviceName": "web",
-                "podManagementPolicy": policy,
-                "selector": {"matchLabels": {"app": "web"}},
-                "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}},
-                "template": {
-                    "metadata": {"labels": {"app": "web"}},
-                    "spec": {"containers": [{"name": "c", "image": "nginx:1"}]},
-                },
-                "volumeClaimTemplates": [{
-                    "metadata": {"name": "data"},
-                    "spec": {"accessModes": ["ReadWriteOnce"],
-                             "resources": {"requests": {"storage": "1Gi"}}},
-                }],
-            },
-        }),
+        &set,
     )
     .await
 }
@@ -168,7 +170,7 @@ async fn wait_for_event(api: &ApiServer, reason: &str, message: &str) {
 async fn ordered_ready_creation_scale_down_and_partitioned_rollout() {
     let c = cluster().await;
     let api = &c.api;
-    let set = create_set(api, "OrderedReady", 3).await;
+    let set = create_set(api, "OrderedReady", 3, json!({})).await;
     let uid = set["metadata"]["uid"].as_str().expect("uid").to_string();
 
     // web-0 first, with its identity, its claim and the set as controller.
@@ -407,10 +409,19 @@ async fn ordered_ready_creation_scale_down_and_partitioned_rollout() {
 }
 
 #[tokio::test]
-async fn parallel_creates_and_deletes_all_at_once() {
+async fn parallel_creates_all_at_once_and_claims_follow_retention_policy() {
     let c = cluster().await;
     let api = &c.api;
-    create_set(api, "Parallel", 3).await;
+    // Claims go with the set, and with their pod when it is scaled away.
+    let set = create_set(
+        api,
+        "Parallel",
+        3,
+        json!({"persistentVolumeClaimRetentionPolicy":
+               {"whenDeleted": "Delete", "whenScaled": "Delete"}}),
+    )
+    .await;
+    let set_uid = set["metadata"]["uid"].clone();
     // No pod is ever ready: Parallel does not wait.
     wait_for_pods(api, &["web-0", "web-1", "web-2"]).await;
     for n in 0..3 {
@@ -442,7 +453,37 @@ async fn parallel_creates_and_deletes_all_at_once() {
     )
     .await;
 
-    merge_patch(api, &set_path(), &json!({"spec": {"replicas": 0}})).await;
-    wait_for_pods(api, &[]).await;
-    wait_for_status(api, "0 replicas", |s| s["replicas"] == 0).await;
+    let claim_owners = |n: i32| async move {
+        let path = format!("/api/v1/namespaces/{NS}/persistentvolumeclaims/data-web-{n}");
+        let claim = get(api, &path).await.unwrap_or_default();
+        claim["metadata"]["ownerReferences"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|r| {
+                (
+                    r["kind"].as_str().unwrap_or_default().to_string(),
+                    r["uid"].clone(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        claim_owners(0).await,
+        [("StatefulSet".to_string(), set_uid.clone())]
+    );
+
+    let web2 = get(api, &pod_path("web-2")).await.expect("web-2");
+    merge_patch(api, &set_path(), &json!({"spec": {"replicas": 1}})).await;
+    wait_for_pods(api, &["web-0"]).await;
+    wait_for_status(api, "1 replica", |s| s["replicas"] == 1).await;
+    // No garbage collector runs here: the claim stays, handed to its (deleted) pod.
+    assert_eq!(
+        claim_owners(2).await,
+        [("Pod".to_string(), web2["metadata"]["uid"].clone())]
+    );
+    assert_eq!(
+        claim_owners(0).await,
+        [("StatefulSet".to_string(), set_uid)]
+    );
 }

@@ -1,6 +1,7 @@
 //! StatefulSet: pods with stable names, hostnames and storage, created, removed and updated
 //! in ordinal order, with the pod templates kept as ControllerRevisions.
 
+mod claims;
 mod handlers;
 mod identity;
 mod plan;

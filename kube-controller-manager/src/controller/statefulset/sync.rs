@@ -1,11 +1,13 @@
 //! One sync of a StatefulSet: claim its pods and revisions, settle the current and update
 //! revisions, carry out the plan, write the status and prune the revision history.
 
+use super::claims::{claim_owner_refs, owner_ref};
+use super::identity::claim_name;
 use super::identity::{
     claim_templates, desired_replicas, fix_identity, new_claims, new_pod, ordinal_of, pod_revision,
     retention_deletes, set_name, start_ordinal,
 };
-use super::plan::{Action, PlanInput, Strategy, Which, is_running_and_ready, plan};
+use super::plan::{Action, PlanInput, Strategy, Which, is_running_and_ready, is_terminating, plan};
 use super::revision::{
     new_revision, next_number, revision_template, revisions_to_prune, same_data,
 };
@@ -126,9 +128,12 @@ impl Controller {
                 min_ready_seconds: min_ready,
                 now: Timestamp::now(),
             });
-            result = self
-                .execute(ns, &set, &me, &pods, &actions, (&current, &update))
-                .await;
+            result = self.reconcile_claim_owners(ns, &set, &pods).await;
+            if result.is_ok() {
+                result = self
+                    .execute(ns, &set, &me, &pods, &actions, (&current, &update))
+                    .await;
+            }
         }
 
         let status = compute_status(&StatusInput {
@@ -307,12 +312,7 @@ impl Controller {
                     };
                     self.create_pod(ns, set, me, rev, *ordinal).await
                 }
-                Action::Delete { name, condemned } => {
-                    if *condemned {
-                        self.hand_claims_to_pod(ns, set, pods, name).await?;
-                    }
-                    self.delete_pod(ns, set, me, name).await
-                }
+                Action::Delete { name, .. } => self.delete_pod(ns, set, me, name).await,
                 Action::Recreate { name, failed } => {
                     let (ns, set_name) = (ns, set_name(set));
                     if *failed {
@@ -442,56 +442,53 @@ impl Controller {
         Ok(())
     }
 
-    /// Under `whenScaled: Delete`, a condemned pod's claims get an ownerReference to the pod
-    /// before it goes, so the garbage collector removes them after it.
-    async fn hand_claims_to_pod(
+    /// Puts the ownerReferences the retention policy asks for on the claims of each live
+    /// pod (before a condemned pod is deleted, so its claims follow it).
+    async fn reconcile_claim_owners(
         &self,
         ns: &str,
         set: &StatefulSet,
         pods: &[Arc<Pod>],
-        pod_name: &str,
     ) -> anyhow::Result<()> {
-        let (_, when_scaled) = retention_deletes(set);
-        let Some(pod) = pods
-            .iter()
-            .find(|p| p.metadata.name.as_deref() == Some(pod_name))
-        else {
-            return Ok(());
-        };
-        let Some(ordinal) = ordinal_of(set, pod) else {
-            return Ok(());
-        };
-        if !when_scaled {
-            return Ok(());
-        }
+        let policy = retention_deletes(set);
+        let (start, replicas) = (start_ordinal(set), desired_replicas(set));
+        let set_uid = set.metadata.uid.clone().unwrap_or_default();
+        let set_ref = owner_ref(API_VERSION, KIND, set_name(set), &set_uid);
         let api: Api<PersistentVolumeClaim> = Api::namespaced(self.client.clone(), ns);
-        let pod_uid = pod.metadata.uid.clone().unwrap_or_default();
-        for template in claim_templates(set) {
-            let tname = template.metadata.name.clone().unwrap_or_default();
-            let name = super::identity::claim_name(&tname, set_name(set), ordinal);
-            let Some(claim) = self.claims.namespace(ns).get(&name) else {
+        for pod in pods.iter().filter(|p| !is_terminating(p)) {
+            let Some(ordinal) = ordinal_of(set, pod) else {
                 continue;
             };
-            let mut refs = claim.metadata.owner_references.clone().unwrap_or_default();
-            if refs.iter().any(|r| r.uid == pod_uid) {
-                continue;
-            }
-            refs.push(OwnerReference {
-                api_version: "v1".into(),
-                kind: "Pod".into(),
-                name: pod_name.into(),
-                uid: pod_uid.clone(),
-                controller: None,
-                block_owner_deletion: None,
-            });
-            let patch = json!({"metadata": {"ownerReferences": refs}});
-            match api
-                .patch(&name, &PatchParams::default(), &Patch::Merge(patch))
-                .await
-            {
-                Ok(_) => {}
-                Err(err) if api_code(&err) == Some(404) => {}
-                Err(err) => return Err(err).with_context(|| format!("updating pvc {ns}/{name}")),
+            let condemned = ordinal < start || ordinal - start >= replicas;
+            let pod_name = pod.metadata.name.clone().unwrap_or_default();
+            let pod_uid = pod.metadata.uid.clone().unwrap_or_default();
+            let pod_ref = owner_ref("v1", "Pod", &pod_name, &pod_uid);
+            for template in claim_templates(set) {
+                let tname = template.metadata.name.clone().unwrap_or_default();
+                let name = claim_name(&tname, set_name(set), ordinal);
+                let Some(claim) = self.claims.namespace(ns).get(&name) else {
+                    continue;
+                };
+                let current = claim.metadata.owner_references.clone().unwrap_or_default();
+                let Some(refs) = claim_owner_refs(&current, &set_ref, &pod_ref, policy, condemned)
+                else {
+                    continue;
+                };
+                // The resourceVersion makes a concurrent change a conflict, not a lost write.
+                let patch = json!({"metadata": {
+                    "ownerReferences": refs,
+                    "resourceVersion": claim.metadata.resource_version,
+                }});
+                match api
+                    .patch(&name, &PatchParams::default(), &Patch::Merge(patch))
+                    .await
+                {
+                    Ok(_) => {}
+                    Err(err) if api_code(&err) == Some(404) => {}
+                    Err(err) => {
+                        return Err(err).with_context(|| format!("updating pvc {ns}/{name}"));
+                    }
+                }
             }
         }
         Ok(())
