@@ -416,4 +416,54 @@ async fn template_change_rolls_one_node_at_a_time() {
         revisions,
         BTreeMap::from([(1, old_hash.clone()), (2, new_hash.clone())])
     );
+
+    // OnDelete: a template change replaces a pod only once someone deletes it.
+    let before = wait_for_pods_on(api, "roll", &nodes).await;
+    merge_patch(
+        api,
+        &ds_path("roll"),
+        &json!({"spec": {
+            "updateStrategy": {"type": "OnDelete", "rollingUpdate": null},
+            "template": {"spec": {"containers": [{"name": "c", "image": "agent:3"}]}},
+        }}),
+    )
+    .await;
+    wait_for("the OnDelete template observed", || async {
+        let s = get(api, &ds_path("roll")).await.unwrap_or_default()["status"].clone();
+        if s["observedGeneration"] == 3 && s["updatedNumberScheduled"] == 0 {
+            Ok(())
+        } else {
+            Err(s.to_string())
+        }
+    })
+    .await;
+    let victim = &before["n1"];
+    let path = format!(
+        "/api/v1/namespaces/{NS}/pods/{}",
+        victim["metadata"]["name"].as_str().unwrap_or_default()
+    );
+    let (code, body) = api
+        .request("DELETE", &path, None, Vec::new())
+        .await
+        .expect("deleting a pod");
+    assert_eq!(code, 200, "{body}");
+    let after = wait_for("the deleted pod replaced on the new template", || async {
+        let pods = wait_for_pods_on(api, "roll", &nodes).await;
+        let hash = label(&pods["n1"], "controller-revision-hash");
+        if pods["n1"]["metadata"]["uid"] != victim["metadata"]["uid"]
+            && hash != new_hash
+            && hash != old_hash
+        {
+            Ok(pods)
+        } else {
+            Err(hash.to_string())
+        }
+    })
+    .await;
+    for n in ["n2", "n3"] {
+        assert_eq!(
+            after[n]["metadata"]["uid"], before[n]["metadata"]["uid"],
+            "{n} kept its pod"
+        );
+    }
 }

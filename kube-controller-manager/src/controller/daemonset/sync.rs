@@ -95,17 +95,21 @@ impl Controller {
             .cloned()
             .unwrap_or_default();
 
-        if !self.expectations.satisfied(&key) {
+        // Checked before reading the pods: a creation observed after the read would
+        // otherwise make a stale view look complete.
+        let satisfied = self.expectations.satisfied(&key);
+        let claimed = self.claim_pods(&ds, &selector).await?;
+        if !satisfied {
             // Creations or deletions are in flight: only report what the cache shows.
             return self
-                .update_status(&key, &ds, &selector, &nodes, &hash, false)
+                .update_status(&key, &ds, &claimed, &nodes, &hash, false)
                 .await;
         }
         let result = self
-            .update_daemonset(&key, &ds, &selector, &nodes, &hash, &old)
+            .update_daemonset(&key, &ds, &claimed, &nodes, &hash, &old)
             .await;
         let status = self
-            .update_status(&key, &ds, &selector, &nodes, &hash, true)
+            .update_status(&key, &ds, &claimed, &nodes, &hash, true)
             .await;
         result.and(status)
     }
@@ -114,15 +118,16 @@ impl Controller {
         &self,
         key: &str,
         ds: &DaemonSet,
-        selector: &Selector,
+        claimed: &[Arc<Pod>],
         nodes: &[Arc<Node>],
         hash: &str,
         old: &[ControllerRevision],
     ) -> anyhow::Result<()> {
-        let claimed = self.claim_pods(ds, selector).await?;
-        self.manage(key, ds, nodes, hash, &claimed).await?;
-        let node_pods = by_node(&claimed, false);
-        if self.expectations.satisfied(key) && is_rolling_update(ds) {
+        let changed = self.manage(key, ds, nodes, hash, claimed).await?;
+        // The rolling update works from the same cache view, so only when `manage` changed
+        // nothing (upstream waits for the expectations, which is the same here).
+        let node_pods = by_node(claimed, false);
+        if changed == 0 && self.expectations.satisfied(key) && is_rolling_update(ds) {
             let mut wanted = node_pods.clone();
             let mut desired = 0;
             for node in nodes {
@@ -182,7 +187,7 @@ impl Controller {
         nodes: &[Arc<Node>],
         hash: &str,
         claimed: &[Arc<Pod>],
-    ) -> anyhow::Result<()> {
+    ) -> anyhow::Result<usize> {
         let node_pods = by_node(claimed, true);
         let surge = allows_surge(ds);
         let min_ready = min_ready_seconds(ds);
@@ -253,13 +258,14 @@ impl Controller {
 
     /// Creates pods (slow start) pinned to their nodes and deletes pods, at most
     /// [`BURST_REPLICAS`] of each, expecting them first so the next sync waits for the cache.
+    /// Returns how many creations and deletions it started.
     async fn sync_nodes(
         &self,
         key: &str,
         ds: &DaemonSet,
         hash: &str,
         mut changes: Changes,
-    ) -> anyhow::Result<()> {
+    ) -> anyhow::Result<usize> {
         changes.create_on.truncate(BURST_REPLICAS);
         changes.delete.truncate(BURST_REPLICAS);
         let creates = changes.create_on.len();
@@ -270,7 +276,7 @@ impl Controller {
             i64::try_from(deletes).unwrap_or(i64::MAX),
         );
         if creates == 0 && deletes == 0 {
-            return Ok(());
+            return Ok(0);
         }
         let ns = ds.metadata.namespace.clone().unwrap_or_default();
         let me = object_reference(&ds.metadata, "apps/v1", "DaemonSet");
@@ -321,7 +327,7 @@ impl Controller {
         let delete_err = deleted.into_iter().find_map(Result::err);
         match create_err.or(delete_err) {
             Some(e) => Err(e),
-            None => Ok(()),
+            None => Ok(creates + deletes),
         }
     }
 
@@ -329,13 +335,12 @@ impl Controller {
         &self,
         key: &str,
         ds: &DaemonSet,
-        selector: &Selector,
+        claimed: &[Arc<Pod>],
         nodes: &[Arc<Node>],
         hash: &str,
         observed_generation: bool,
     ) -> anyhow::Result<()> {
-        let claimed = self.claim_pods(ds, selector).await?;
-        let node_pods = by_node(&claimed, false);
+        let node_pods = by_node(claimed, false);
         let mut status = calculate_status(ds, nodes, &node_pods, hash, Timestamp::now());
         if !observed_generation {
             status.observed_generation = ds.status.as_ref().and_then(|s| s.observed_generation);
