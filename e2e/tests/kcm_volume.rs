@@ -278,6 +278,17 @@ async fn ephemeral(api: &ApiServer) {
     assert_eq!(owner["blockOwnerDeletion"], true);
     assert_eq!(c["metadata"]["labels"]["from"], "template");
     assert_eq!(c["spec"]["resources"]["requests"]["storage"], "1Gi");
+    // Deleted under the live pod (unscheduled, so not protecting it): made again.
+    delete(api, &format!("{}/web-scratch", claims(ns))).await;
+    let old_uid = c["metadata"]["uid"].clone();
+    wait_for("the ephemeral claim recreated", || async {
+        let c = get(api, &format!("{}/web-scratch", claims(ns))).await;
+        match c {
+            Some(c) if c["metadata"]["uid"] != old_uid => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
 
     // A claim of that name not made for the pod is reported, never taken over.
     create(api, &claims(ns), &pvc("other-data", "1Gi", "c-eph")).await;

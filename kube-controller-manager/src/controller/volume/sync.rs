@@ -4,7 +4,7 @@ use super::binder::{Binder, name_of};
 use super::matching::{
     ANN_BETA_STORAGE_PROVISIONER, ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER, ANN_SELECTED_NODE,
     ANN_STORAGE_PROVISIONER, check_volume_satisfies_claim, claim_class, claim_volume_name,
-    find_best_match, has_annotation, is_bound_to_claim, volume_phase,
+    find_best_match, has_annotation, is_bound_to_claim, volume_mode_mismatch, volume_phase,
 };
 use client_go_rs::events::EventType;
 use client_go_rs::listers::split_key;
@@ -275,6 +275,22 @@ impl Binder {
         };
         let bound_to = claim_volume_name(&claim);
         if bound_to.is_empty() {
+            if volume_mode_mismatch(&pv, &claim) {
+                // The claim's sync would never pick this volume: say why on both.
+                self.volume_event(
+                    &pv,
+                    EventType::Warning,
+                    "VolumeMismatch",
+                    format!("Cannot bind PersistentVolume to requested PersistentVolumeClaim {claim_name:?} due to incompatible volumeMode."),
+                );
+                self.claim_event(
+                    &claim,
+                    EventType::Warning,
+                    "VolumeMismatch",
+                    format!("Cannot bind PersistentVolume {name:?} to requested PersistentVolumeClaim due to incompatible volumeMode."),
+                );
+                return Ok(());
+            }
             // The scheduler (or this controller, half-way) bound the volume: the claim's
             // sync completes it.
             self.claim_queue.add(format!("{ns}/{claim_name}"));
