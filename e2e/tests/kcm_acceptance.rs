@@ -464,3 +464,153 @@ async fn a_new_namespace_gets_its_account_and_ca_and_deleting_it_removes_everyth
         assert!(list(&c.api, kind).await.is_empty(), "{kind} left");
     }
 }
+
+/// The HPA's condition of `type_`, as (status, reason, message).
+fn hpa_condition(hpa: &Value, type_: &str) -> Option<(String, String, String)> {
+    let c = hpa["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == type_)?;
+    let s = |k: &str| c[k].as_str().unwrap_or_default().to_string();
+    Some((s("status"), s("reason"), s("message")))
+}
+
+/// Reasons of the events about the object `name` of `kind` in `ns`.
+async fn event_reasons(api: &ApiServer, ns: &str, kind: &str, name: &str) -> Vec<(String, String)> {
+    list(api, &format!("/api/v1/namespaces/{ns}/events"))
+        .await
+        .iter()
+        .filter(|e| e["involvedObject"]["kind"] == kind && e["involvedObject"]["name"] == name)
+        .map(|e| {
+            (
+                e["reason"].as_str().unwrap_or_default().to_string(),
+                e["message"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hpa_without_metrics_api_reports_it_and_still_enforces_min_replicas() {
+    let c = cluster(&["--horizontal-pod-autoscaler-sync-period=1s"]).await;
+    let ns = "default";
+    let mut manifest: Value = serde_json::from_str(&deployment("web", 1, "nginx:1")).expect("json");
+    manifest["spec"]["template"]["spec"]["containers"][0]["resources"] =
+        json!({"requests": {"cpu": "100m"}});
+    apply(&c, ns, &manifest.to_string());
+    wait_rolled_out(&c.api, ns, "web").await;
+    c.kubectl.ok(&[
+        "-n",
+        ns,
+        "autoscale",
+        "deployment",
+        "web",
+        "--cpu-percent=50",
+        "--min=1",
+        "--max=5",
+    ]);
+    let hpa_path = format!("/apis/autoscaling/v2/namespaces/{ns}/horizontalpodautoscalers/web");
+    let hpa = wait_for(
+        "ScalingActive=False for the missing metrics API",
+        || async {
+            let hpa = get(&c.api, &hpa_path).await.ok_or("no hpa")?;
+            match hpa_condition(&hpa, "ScalingActive") {
+                Some((status, reason, _))
+                    if status == "False" && reason == "FailedGetResourceMetric" =>
+                {
+                    Ok(hpa)
+                }
+                _ => Err(hpa["status"].to_string()),
+            }
+        },
+    )
+    .await;
+    let (_, _, message) = hpa_condition(&hpa, "ScalingActive").expect("condition");
+    assert!(
+        message.starts_with(
+            "the HPA was unable to compute the replica count: failed to get cpu utilization: \
+             unable to get metrics for resource cpu: unable to fetch metrics from resource metrics API: "
+        ),
+        "{message}"
+    );
+    assert_eq!(
+        hpa_condition(&hpa, "AbleToScale").map(|(s, r, _)| (s, r)),
+        Some(("True".into(), "SucceededGetScale".into()))
+    );
+    assert_eq!(hpa["status"]["currentReplicas"], 1, "{}", hpa["status"]);
+    let events = wait_for("the warning events", || async {
+        let events = event_reasons(&c.api, ns, "HorizontalPodAutoscaler", "web").await;
+        let has = |r: &str| events.iter().any(|(reason, _)| reason == r);
+        if has("FailedGetResourceMetric") && has("FailedComputeMetricsReplicas") {
+            Ok(events)
+        } else {
+            Err(format!("{events:?}"))
+        }
+    })
+    .await;
+    assert!(
+        events.iter().any(|(reason, message)| reason == "FailedComputeMetricsReplicas"
+            && message.starts_with("invalid metrics (1 invalid out of 1), first error is: failed to get cpu resource metric value: ")),
+        "{events:?}"
+    );
+    let table = c.kubectl.ok(&["-n", ns, "get", "hpa", "web"]);
+    assert!(table.contains("<unknown>/50%"), "{table}");
+    assert_eq!(
+        int(&get(&c.api, &deployment_path(ns, "web"))
+            .await
+            .expect("deployment")["spec"]["replicas"]),
+        1,
+        "no metrics, within [min, max]: no rescale"
+    );
+
+    // Raising minReplicas above the current count scales the target into the range, metrics
+    // or not.
+    c.kubectl.ok(&[
+        "-n",
+        ns,
+        "patch",
+        "hpa",
+        "web",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"minReplicas":3}}"#,
+    ]);
+    wait_for("the deployment scaled to minReplicas", || async {
+        let d = get(&c.api, &deployment_path(ns, "web"))
+            .await
+            .ok_or("no deployment")?;
+        match int(&d["spec"]["replicas"]) {
+            3 => Ok(()),
+            n => Err(format!("{n} replicas")),
+        }
+    })
+    .await;
+    wait_rolled_out(&c.api, ns, "web").await;
+    wait_for("the HPA status after the rescale", || async {
+        let hpa = get(&c.api, &hpa_path).await.ok_or("no hpa")?;
+        let s = &hpa["status"];
+        // currentReplicas is the count before the rescale until the next resync.
+        if int(&s["desiredReplicas"]) == 3
+            && int(&s["currentReplicas"]) == 3
+            && s["lastScaleTime"].is_string()
+        {
+            Ok(())
+        } else {
+            Err(s.to_string())
+        }
+    })
+    .await;
+    wait_for("the SuccessfulRescale event", || async {
+        let events = event_reasons(&c.api, ns, "HorizontalPodAutoscaler", "web").await;
+        let want = "New size: 3; reason: Current number of replicas below Spec.MinReplicas";
+        if events
+            .iter()
+            .any(|(reason, message)| reason == "SuccessfulRescale" && message == want)
+        {
+            Ok(())
+        } else {
+            Err(format!("{events:?}"))
+        }
+    })
+    .await;
+}

@@ -92,14 +92,18 @@ impl Controller {
         // Upstream's resync: every HPA is looked at again each sync period.
         self.queue.add_after(key.clone(), self.resync);
         let mut updated = (*hpa).clone();
-        let result = self.reconcile(&key, &mut updated).await;
+        // A failed reconciliation waits for the next resync, as upstream's fixed-interval HPA
+        // queue: retrying sooner would only repeat its warning events.
+        if let Err(err) = self.reconcile(&key, &mut updated).await {
+            tracing::warn!(hpa = key, "{err:#}");
+        }
         if updated.status != hpa.status {
             Api::<HorizontalPodAutoscaler>::namespaced(self.client.clone(), ns)
                 .replace_status(name, &PostParams::default(), &updated)
                 .await
                 .map_err(|err| anyhow::anyhow!("updating the status of HPA {key}: {err}"))?;
         }
-        result
+        Ok(())
     }
 
     fn event(&self, hpa: &HorizontalPodAutoscaler, type_: EventType, reason: &str, msg: String) {
