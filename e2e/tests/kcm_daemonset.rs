@@ -334,55 +334,15 @@ async fn template_change_rolls_one_node_at_a_time() {
         "--timeout=60s",
     ]);
 
-    // Play the kubelet: each new pod becomes ready when seen; at no point may two nodes be
-    // without a ready pod (maxUnavailable 1).
-    let max_missing = std::cell::Cell::new(0);
-    let saw_partial = std::cell::Cell::new(false);
-    let new_hash = wait_for("every node on the new template", || async {
-        let pods = active_pods(api, "roll").await;
-        let mut ready_nodes = BTreeSet::new();
-        let mut new_ready = BTreeSet::new();
-        let mut new_hash = None;
-        for p in &pods {
-            let node = pinned_node(p).unwrap_or_default();
-            let hash = label(p, "controller-revision-hash");
-            let ready = p["status"]["conditions"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .any(|c| c["type"] == "Ready" && c["status"] == "True");
-            if ready {
-                ready_nodes.insert(node.clone());
-            }
-            if hash != old_hash {
-                new_hash = Some(hash.to_string());
-                if ready {
-                    new_ready.insert(node);
-                } else {
-                    mark_pod_running_ready(api, p).await;
-                }
-            }
-        }
-        let missing = nodes.len() - ready_nodes.len();
-        max_missing.set(max_missing.get().max(missing));
-        if !new_ready.is_empty() && new_ready.len() < nodes.len() {
-            saw_partial.set(true);
-        }
-        match new_hash {
-            Some(h) if new_ready.len() == nodes.len() && pods.len() == nodes.len() => Ok(h),
-            _ => Err(format!(
-                "new and ready on {new_ready:?}; {} pods",
-                pods.len()
-            )),
-        }
-    })
-    .await;
-    let max_missing = max_missing.get();
+    let rollout = follow_rollout(api, "roll", &nodes, &old_hash).await;
     assert!(
-        max_missing <= 1,
-        "{max_missing} nodes were without a ready pod at once"
+        rollout.max_missing <= 1,
+        "{} nodes were without a ready pod at once (maxUnavailable 1)",
+        rollout.max_missing
     );
-    assert!(saw_partial.get(), "the rollout was never seen half done");
+    assert_eq!(rollout.max_pods, nodes.len(), "no surge");
+    assert!(rollout.saw_partial, "the rollout was never seen half done");
+    let new_hash = rollout.new_hash;
     assert_ne!(new_hash, old_hash);
     status.wait_for(Duration::from_secs(30), "success", |out| {
         out.contains("daemon set \"roll\" successfully rolled out")
@@ -466,4 +426,118 @@ async fn template_change_rolls_one_node_at_a_time() {
             "{n} kept its pod"
         );
     }
+}
+
+/// What the test saw while following a rollout.
+struct Rollout {
+    new_hash: String,
+    /// The most nodes seen at once without a ready pod.
+    max_missing: usize,
+    /// The most active pods seen at once.
+    max_pods: usize,
+    /// Some but not all nodes seen on the new template.
+    saw_partial: bool,
+}
+
+/// Plays the kubelet through a rollout of `app` away from `old_hash`: every new pod becomes
+/// ready when seen; returns once every node runs one ready new pod and nothing else.
+async fn follow_rollout(api: &ApiServer, app: &str, nodes: &[&str], old_hash: &str) -> Rollout {
+    let max_missing = std::cell::Cell::new(0);
+    let max_pods = std::cell::Cell::new(0);
+    let saw_partial = std::cell::Cell::new(false);
+    let new_hash = wait_for(&format!("every node on the new {app} template"), || async {
+        let pods = active_pods(api, app).await;
+        let mut ready_nodes = BTreeSet::new();
+        let mut new_ready = BTreeSet::new();
+        let mut new_hash = None;
+        for p in &pods {
+            let node = pinned_node(p).unwrap_or_default();
+            let hash = label(p, "controller-revision-hash");
+            let ready = p["status"]["conditions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|c| c["type"] == "Ready" && c["status"] == "True");
+            if ready {
+                ready_nodes.insert(node.clone());
+            }
+            if hash != old_hash {
+                new_hash = Some(hash.to_string());
+                if ready {
+                    new_ready.insert(node);
+                } else {
+                    mark_pod_running_ready(api, p).await;
+                }
+            }
+        }
+        max_missing.set(max_missing.get().max(nodes.len() - ready_nodes.len()));
+        max_pods.set(max_pods.get().max(pods.len()));
+        if !new_ready.is_empty() && new_ready.len() < nodes.len() {
+            saw_partial.set(true);
+        }
+        match new_hash {
+            Some(h) if new_ready.len() == nodes.len() && pods.len() == nodes.len() => Ok(h),
+            _ => Err(format!(
+                "new and ready on {new_ready:?}; {} pods",
+                pods.len()
+            )),
+        }
+    })
+    .await;
+    Rollout {
+        new_hash,
+        max_missing: max_missing.get(),
+        max_pods: max_pods.get(),
+        saw_partial: saw_partial.get(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn max_surge_starts_the_new_pod_before_deleting_the_old() {
+    let c = cluster().await;
+    let api = &c.api;
+    let nodes = ["n1", "n2", "n3"];
+    for n in nodes {
+        Node::new(n).create(api).await;
+    }
+    let mut ds = daemonset("surge", json!({}), json!([]));
+    ds["spec"]["updateStrategy"]["rollingUpdate"] = json!({"maxSurge": 1, "maxUnavailable": 0});
+    create(
+        api,
+        &format!("/apis/apps/v1/namespaces/{NS}/daemonsets"),
+        &ds,
+    )
+    .await;
+    let pods = wait_for_pods_on(api, "surge", &nodes).await;
+    for pod in pods.values() {
+        mark_pod_running_ready(api, pod).await;
+    }
+    wait_for("all available", || async {
+        let s = get(api, &ds_path("surge")).await.unwrap_or_default()["status"].clone();
+        if s["numberAvailable"] == 3 {
+            Ok(())
+        } else {
+            Err(s.to_string())
+        }
+    })
+    .await;
+    let old_hash = label(&pods["n1"], "controller-revision-hash").to_string();
+    merge_patch(
+        api,
+        &ds_path("surge"),
+        &json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "agent:2"}]}}}}),
+    )
+    .await;
+    let rollout = follow_rollout(api, "surge", &nodes, &old_hash).await;
+    assert_eq!(
+        rollout.max_missing, 0,
+        "maxUnavailable 0: every node kept a ready pod"
+    );
+    assert_eq!(
+        rollout.max_pods,
+        nodes.len() + 1,
+        "one node at a time ran two pods"
+    );
+    assert!(rollout.saw_partial);
+    assert_ne!(rollout.new_hash, old_hash);
 }
