@@ -44,13 +44,15 @@ pub fn claim_owner_refs(
 mod tests {
     use super::*;
 
+    type Case<'a> = ((bool, bool), bool, Vec<&'a OwnerReference>, Vec<&'a str>);
+
     #[test]
     fn owners_follow_the_policy() {
         let set = owner_ref("apps/v1", "StatefulSet", "web", "s");
         let pod = owner_ref("v1", "Pod", "web-1", "p");
         let other = owner_ref("v1", "ConfigMap", "x", "o");
         // (policy (whenDeleted, whenScaled), condemned, current owners, wanted owners)
-        let cases: [((bool, bool), bool, Vec<&OwnerReference>, Vec<&str>); 8] = [
+        let cases: [Case<'_>; 8] = [
             ((false, false), false, vec![], vec![]),
             ((false, false), true, vec![&set, &pod], vec![]),
             ((true, false), false, vec![], vec!["s"]),
