@@ -363,6 +363,31 @@ async fn wait_for_first_consumer_and_provisioner(api: &ApiServer) {
     assert_eq!(c["status"]["phase"], "Pending");
 }
 
+/// A claim made before any default class exists gets the default class once one appears
+/// (upstream's retroactive default StorageClass assignment), then binds in it.
+async fn retroactive_default_class(api: &ApiServer) {
+    let ns = "default-class";
+    create_namespace(api, ns).await;
+    let mut c = pvc("classless", "1Gi", "");
+    c["spec"]
+        .as_object_mut()
+        .expect("spec")
+        .remove("storageClassName");
+    create(api, &claims(ns), &c).await;
+    wait_event(api, ns, "classless", "FailedBinding").await;
+    create(api, PVS, &pv("def-vol", "1Gi", "c-default", "Retain")).await;
+    create(
+        api,
+        "/apis/storage.k8s.io/v1/storageclasses",
+        &json!({"metadata": {"name": "c-default",
+            "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}},
+            "provisioner": "example.com/csi"}),
+    )
+    .await;
+    let (c, _) = wait_bound(api, ns, "classless", "def-vol").await;
+    assert_eq!(c["spec"]["storageClassName"], "c-default");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn volume_controllers() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -386,6 +411,7 @@ async fn volume_controllers() {
             volume_in_use(&api),
             ephemeral(&api),
             wait_for_first_consumer_and_provisioner(&api),
+            retroactive_default_class(&api),
         );
     };
     if let Err(panic) = std::panic::AssertUnwindSafe(run).catch_unwind().await {
