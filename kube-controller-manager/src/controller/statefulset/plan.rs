@@ -424,6 +424,14 @@ mod tests {
                 vec![delete("web-1", false)],
             ),
             (
+                "on delete recreates a deleted pod at the update revision",
+                vec![pod(1, "ready", "c")],
+                2,
+                true,
+                Strategy::OnDelete,
+                vec![create(0, Update)],
+            ),
+            (
                 "on delete never deletes",
                 vec![pod(0, "ready", "c"), pod(1, "ready", "c")],
                 2,
@@ -447,6 +455,25 @@ mod tests {
             });
             assert_eq!(got, want, "{what}");
         }
+    }
+
+    #[test]
+    fn ordinals_below_the_start_are_condemned() {
+        let s = set();
+        let pods = vec![pod(0, "ready", "u"), pod(1, "ready", "u")];
+        let input = |replicas| PlanInput {
+            set: &s,
+            pods: &pods,
+            start: 1,
+            replicas,
+            monotonic: true,
+            strategy: Strategy::RollingUpdate { partition: 0 },
+            update_revision: "u",
+            min_ready_seconds: 0,
+            now: Timestamp::now(),
+        };
+        assert_eq!(plan(&input(1)), vec![delete("web-0", true)]);
+        assert_eq!(plan(&input(2)), vec![create(2, Which::Update)]);
     }
 
     #[test]

@@ -47,6 +47,10 @@ pub struct Controller {
     pub queue: RateLimitingQueue<String>,
 }
 
+fn is_pending(pod: &Pod) -> bool {
+    pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Pending")
+}
+
 fn api_code(err: &kube::Error) -> Option<u16> {
     match err {
         kube::Error::Api(s) => Some(s.code),
@@ -467,6 +471,13 @@ impl Controller {
                 let tname = template.metadata.name.clone().unwrap_or_default();
                 let name = claim_name(&tname, set_name(set), ordinal);
                 let Some(claim) = self.claims.namespace(ns).get(&name) else {
+                    // A pending pod waits on a claim deleted under it: create it again.
+                    if is_pending(pod) {
+                        let me = object_reference(&set.metadata, API_VERSION, KIND);
+                        let owner = new_controller_ref(&set.metadata, API_VERSION, KIND);
+                        self.create_claims(ns, set, &me, &owner, ordinal, &pod_name)
+                            .await?;
+                    }
                     continue;
                 };
                 let current = claim.metadata.owner_references.clone().unwrap_or_default();
