@@ -443,3 +443,92 @@ fn pod_template(ds: &DaemonSet, hash: &str) -> PodTemplateSpec {
     }
     t
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::apps::v1::DaemonSetSpec;
+    use k8s_openapi::api::core::v1::{PodSpec, PodStatus};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+    use kube::api::ObjectMeta;
+
+    #[test]
+    fn template_carries_tolerations_and_revision_labels() {
+        let ds = DaemonSet {
+            metadata: ObjectMeta {
+                annotations: Some(
+                    [(
+                        "deprecated.daemonset.template.generation".to_string(),
+                        "4".to_string(),
+                    )]
+                    .into(),
+                ),
+                ..Default::default()
+            },
+            spec: Some(DaemonSetSpec {
+                template: PodTemplateSpec {
+                    metadata: Some(ObjectMeta {
+                        labels: Some([("app".to_string(), "a".to_string())].into()),
+                        ..Default::default()
+                    }),
+                    spec: Some(PodSpec::default()),
+                },
+                ..Default::default()
+            }),
+            status: None,
+        };
+        let t = pod_template(&ds, "h1");
+        let labels = t.metadata.and_then(|m| m.labels).unwrap_or_default();
+        assert_eq!(labels.get("app").map(String::as_str), Some("a"));
+        assert_eq!(
+            labels.get(REVISION_HASH_LABEL).map(String::as_str),
+            Some("h1")
+        );
+        assert_eq!(
+            labels.get(TEMPLATE_GENERATION_LABEL).map(String::as_str),
+            Some("4")
+        );
+        assert_eq!(t.spec.and_then(|s| s.tolerations).map(|t| t.len()), Some(6));
+    }
+
+    fn pod(name: &str, node: Option<&str>, phase: &str, deleting: bool) -> Arc<Pod> {
+        Arc::new(Pod {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                deletion_timestamp: deleting.then(|| Time(Timestamp::UNIX_EPOCH)),
+                ..Default::default()
+            },
+            spec: Some(PodSpec {
+                node_name: node.map(String::from),
+                ..Default::default()
+            }),
+            status: Some(PodStatus {
+                phase: Some(phase.into()),
+                ..Default::default()
+            }),
+        })
+    }
+
+    #[test]
+    fn pods_by_node() {
+        let pods = vec![
+            pod("a", Some("n1"), "Running", false),
+            pod("b", Some("n1"), "Failed", true),
+            pod("c", Some("n2"), "Running", true),
+            pod("d", None, "Pending", false),
+        ];
+        let names = |m: &NodePods| -> Vec<(String, usize)> {
+            m.iter().map(|(k, v)| (k.clone(), v.len())).collect()
+        };
+        assert_eq!(
+            names(&by_node(&pods, true)),
+            vec![("n1".to_string(), 2), ("n2".to_string(), 1)]
+        );
+        // A finished pod held by a finalizer is gone as far as counts go; an unpinned,
+        // unbound pod belongs nowhere.
+        assert_eq!(
+            names(&by_node(&pods, false)),
+            vec![("n1".to_string(), 1), ("n2".to_string(), 1)]
+        );
+    }
+}
