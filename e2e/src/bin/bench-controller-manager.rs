@@ -11,7 +11,7 @@
 //! prints one markdown table row (the header with `--header`).
 
 use e2e::apiserver::{ApiServer, Backend};
-use e2e::bench::{Client, usage};
+use e2e::bench::{Client, apiserver_pid, usage};
 use e2e::controller_manager::ControllerManager;
 use futures::StreamExt;
 use serde_json::{Value, json};
@@ -263,14 +263,15 @@ async fn main() -> anyhow::Result<()> {
     let (scaled_created, scaled_available) =
         wait(&clients[0], &created, args.pods, scale_start).await?;
     let (cpu, rss) = usage(pid);
+    let api_cpu = apiserver_pid(&dir.path().join("api")).map_or(0.0, |p| usage(p).0);
     if args.header {
         println!(
-            "| replicas | all pods created | all available | pods created/s | scaled to | created | available | KCM CPU s (whole run) | KCM peak RSS MiB |"
+            "| replicas | all pods created | all available | pods created/s | scaled to | created | available | KCM CPU s (whole run) | KCM peak RSS MiB | apiserver CPU s |"
         );
-        println!("|---|---|---|---|---|---|---|---|---|");
+        println!("|---|---|---|---|---|---|---|---|---|---|");
     }
     println!(
-        "| {} | {:.2} s | {:.2} s | {:.0} | {} | {:.2} s | {:.2} s | {:.1} | {:.0} |",
+        "| {} | {:.2} s | {:.2} s | {:.0} | {} | {:.2} s | {:.2} s | {:.1} | {:.0} | {:.1} |",
         args.replicas,
         created_in.as_secs_f64(),
         available_in.as_secs_f64(),
@@ -279,7 +280,8 @@ async fn main() -> anyhow::Result<()> {
         scaled_created.as_secs_f64(),
         scaled_available.as_secs_f64(),
         cpu,
-        rss
+        rss,
+        api_cpu
     );
     drop(cm);
     Ok(())
