@@ -495,7 +495,7 @@ mod tests {
         Arc::new(Pod {
             metadata: ObjectMeta {
                 name: Some(name.into()),
-                deletion_timestamp: deleting.then(|| Time(Timestamp::UNIX_EPOCH)),
+                deletion_timestamp: deleting.then_some(Time(Timestamp::UNIX_EPOCH)),
                 ..Default::default()
             },
             spec: Some(PodSpec {
