@@ -85,3 +85,151 @@ impl Controller {
         self.enqueue_owner(meta);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use client_go_rs::events::{EventBroadcaster, InMemoryEventSink};
+    use client_go_rs::listers::{Indexer, Lister};
+    use client_go_rs::workqueue::RateLimitingQueue;
+    use k8s_openapi::api::apps::v1::StatefulSetSpec;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, OwnerReference, Time};
+
+    fn set(name: &str, app: &str, min_ready: i32) -> Arc<StatefulSet> {
+        Arc::new(StatefulSet {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                namespace: Some("ns".into()),
+                uid: Some(format!("uid-{name}")),
+                ..Default::default()
+            },
+            spec: Some(StatefulSetSpec {
+                min_ready_seconds: Some(min_ready),
+                selector: LabelSelector {
+                    match_labels: Some([("app".to_string(), app.to_string())].into()),
+                    ..Default::default()
+                },
+                ..Default::default()
+            }),
+            status: None,
+        })
+    }
+
+    fn pod(rv: &str, app: &str, owner_uid: Option<&str>, ready: bool) -> Arc<Pod> {
+        Arc::new(Pod {
+            metadata: ObjectMeta {
+                name: Some("a-0".into()),
+                namespace: Some("ns".into()),
+                resource_version: Some(rv.into()),
+                labels: Some([("app".to_string(), app.to_string())].into()),
+                owner_references: owner_uid.map(|uid| {
+                    vec![OwnerReference {
+                        kind: KIND.into(),
+                        name: uid.trim_start_matches("uid-").into(),
+                        uid: uid.into(),
+                        controller: Some(true),
+                        ..Default::default()
+                    }]
+                }),
+                ..Default::default()
+            },
+            spec: None,
+            status: Some(k8s_openapi::api::core::v1::PodStatus {
+                conditions: Some(vec![k8s_openapi::api::core::v1::PodCondition {
+                    type_: "Ready".into(),
+                    status: if ready { "True" } else { "False" }.into(),
+                    last_transition_time: Some(Time(jiff::Timestamp::now())),
+                    ..Default::default()
+                }]),
+                ..Default::default()
+            }),
+        })
+    }
+
+    fn controller() -> Controller {
+        let config = kube::Config::new("http://127.0.0.1:1".parse().expect("url"));
+        let client = kube::Client::try_from(config).expect("client");
+        let sets = Arc::new(Indexer::new());
+        sets.insert(set("a", "web", 0));
+        sets.insert(set("b", "db", 10));
+        let broadcaster = EventBroadcaster::new(Arc::new(InMemoryEventSink::new()));
+        Controller {
+            client,
+            sets: Lister::new(sets),
+            pods: Lister::new(Arc::new(Indexer::new())),
+            revisions: Lister::new(Arc::new(Indexer::new())),
+            claims: Lister::new(Arc::new(Indexer::new())),
+            recorder: broadcaster.new_recorder("test", ""),
+            queue: RateLimitingQueue::default_controller("test"),
+        }
+    }
+
+    async fn drain(c: &Controller) -> Vec<String> {
+        let mut keys = Vec::new();
+        while !c.queue.is_empty() {
+            if let Some(k) = c.queue.get().await {
+                c.queue.done(&k);
+                keys.push(k);
+            }
+        }
+        keys.sort();
+        keys
+    }
+
+    #[tokio::test]
+    async fn pod_events_map_to_sets() {
+        // (what, old pod (None: an add), new pod, wanted keys)
+        let cases = [
+            (
+                "owned add",
+                None,
+                pod("1", "web", Some("uid-a"), false),
+                vec!["ns/a"],
+            ),
+            (
+                "stale owner uid",
+                None,
+                pod("1", "web", Some("uid-x"), false),
+                vec![],
+            ),
+            (
+                "orphan add",
+                None,
+                pod("1", "db", None, false),
+                vec!["ns/b"],
+            ),
+            (
+                "orphan matching none",
+                None,
+                pod("1", "x", None, false),
+                vec![],
+            ),
+            (
+                "resync",
+                Some(pod("1", "web", Some("uid-a"), false)),
+                pod("1", "web", Some("uid-a"), true),
+                vec![],
+            ),
+            (
+                "released",
+                Some(pod("1", "web", Some("uid-a"), false)),
+                pod("2", "x", None, false),
+                vec!["ns/a"],
+            ),
+            (
+                "relabelled orphan",
+                Some(pod("1", "x", None, false)),
+                pod("2", "web", None, false),
+                vec!["ns/a"],
+            ),
+        ];
+        for (what, old, cur, want) in cases {
+            let c = controller();
+            match old {
+                None => c.on_pod_add(&cur),
+                Some(old) => c.on_pod_update(&old, &cur),
+            }
+            assert_eq!(drain(&c).await, want, "{what}");
+        }
+    }
+}
