@@ -94,11 +94,10 @@ fn deployment(name: &str, replicas: i32, image: &str) -> String {
 }
 
 fn apply(c: &Cluster, ns: &str, manifest: &str) {
-    c.kubectl
-        .run_with_stdin(&["-n", ns, "apply", "-f", "-"], manifest)
-        .success
-        .then_some(())
-        .unwrap_or_else(|| panic!("kubectl apply {manifest} failed"));
+    let out = c
+        .kubectl
+        .run_with_stdin(&["-n", ns, "apply", "-f", "-"], manifest);
+    assert!(out.success, "kubectl apply {manifest}: {}", out.stderr);
 }
 
 fn deployment_path(ns: &str, name: &str) -> String {

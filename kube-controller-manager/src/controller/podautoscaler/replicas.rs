@@ -452,9 +452,8 @@ mod tests {
                 .zip(&usage)
                 .filter_map(|(p, u)| u.map(|u| (p.name.clone(), metric(u))))
                 .collect();
-            let got = resource_replicas(current, target, &pods, &metrics, true, now)
-                .map(|p| p.replicas)
-                .map_err(|e| e);
+            let got =
+                resource_replicas(current, target, &pods, &metrics, true, now).map(|p| p.replicas);
             assert_eq!(got, want.map_err(String::from), "{what}");
         }
     }
