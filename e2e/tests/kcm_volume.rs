@@ -9,6 +9,7 @@ use e2e::controller_manager::{
 };
 use e2e::kubectl::Kubectl;
 use e2e::scheduler::{create, create_namespace, get, merge_patch};
+use e2e::secure::SecureCluster;
 use futures::FutureExt;
 use serde_json::{Value, json};
 
@@ -434,4 +435,53 @@ async fn volume_controllers() {
             .any(|l| l.starts_with("persistentvolumeclaim/data") && l.contains("bind-2g")),
         "{out}"
     );
+}
+
+/// Each controller writes as its own service account under RBAC: the bootstrap roles must
+/// allow every write (binding, status, finalizers, reclaim, the pod-owned claim).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn volume_controllers_under_rbac() {
+    let cluster = SecureCluster::start(&[]).await;
+    let api = &cluster.server;
+    let key = format!(
+        "--service-account-private-key-file={}",
+        cluster.signing_key.display()
+    );
+    let cm = ControllerManager::start(
+        &cluster.dir().join("kcm"),
+        api,
+        &[
+            &key,
+            "--use-service-account-credentials",
+            "--controllers=persistentvolume-binder,pv-protection,pvc-protection,ephemeral-volume",
+        ],
+    )
+    .await
+    .expect("kube-controller-manager");
+    let run = async {
+        let ns = "rbac";
+        create_namespace(api, ns).await;
+        create(api, PVS, &pv("rbac-vol", "1Gi", "c-rbac", "Delete")).await;
+        create(api, &claims(ns), &pvc("data", "1Gi", "c-rbac")).await;
+        wait_bound(api, ns, "data", "rbac-vol").await;
+        delete(api, &format!("{}/data", claims(ns))).await;
+        wait_gone(api, &format!("{}/data", claims(ns))).await;
+        wait_gone(api, &format!("{PVS}/rbac-vol")).await;
+        let pod = json!({"metadata": {"name": "web"}, "spec": {
+            "containers": [{"name": "c", "image": "busybox"}],
+            "volumes": [{"name": "tmp", "ephemeral": {"volumeClaimTemplate": {"spec": {
+                "accessModes": ["ReadWriteOnce"], "storageClassName": "c-rbac",
+                "resources": {"requests": {"storage": "1Gi"}}}}}}]}});
+        create(api, &format!("/api/v1/namespaces/{ns}/pods"), &pod).await;
+        wait_for("the ephemeral claim", || async {
+            get(api, &format!("{}/web-tmp", claims(ns)))
+                .await
+                .ok_or("none".to_string())
+        })
+        .await;
+    };
+    if let Err(panic) = std::panic::AssertUnwindSafe(run).catch_unwind().await {
+        eprintln!("kube-controller-manager logs:\n{}", cm.logs());
+        std::panic::resume_unwind(panic);
+    }
 }
