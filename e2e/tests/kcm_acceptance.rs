@@ -613,3 +613,102 @@ async fn hpa_without_metrics_api_reports_it_and_still_enforces_min_replicas() {
     })
     .await;
 }
+
+/// The resource metrics API stood in for by a CRD of the same group, version and plural: the
+/// controller lists `metrics.k8s.io/v1beta1` pods by label selector just the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hpa_scales_up_from_resource_metrics() {
+    let c = cluster(&["--horizontal-pod-autoscaler-sync-period=1s"]).await;
+    let ns = "default";
+    let crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "pods.metrics.k8s.io",
+                     "annotations": {"api-approved.kubernetes.io": "unapproved, test stand-in"}},
+        "spec": {"group": "metrics.k8s.io", "scope": "Namespaced",
+                 "names": {"plural": "pods", "singular": "podmetrics", "kind": "PodMetrics"},
+                 "versions": [{"name": "v1beta1", "served": true, "storage": true,
+                               "schema": {"openAPIV3Schema": {"type": "object",
+                                          "x-kubernetes-preserve-unknown-fields": true}}}]}});
+    e2e::scheduler::create(
+        &c.api,
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+        &crd,
+    )
+    .await;
+    let metrics_path = format!("/apis/metrics.k8s.io/v1beta1/namespaces/{ns}/pods");
+    wait_for("the metrics stand-in served", || async {
+        match c.api.get(&metrics_path).await {
+            Ok((200, _)) => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+    let mut manifest: Value = serde_json::from_str(&deployment("web", 2, "nginx:1")).expect("json");
+    manifest["spec"]["template"]["spec"]["containers"][0]["resources"] =
+        json!({"requests": {"cpu": "100m"}});
+    apply(&c, ns, &manifest.to_string());
+    wait_rolled_out(&c.api, ns, "web").await;
+    // Each pod uses 200m of its 100m request: 200% against a 50% target. Pods in their CPU
+    // initialization period count only with samples taken after they turned ready.
+    let sampled = (jiff::Timestamp::now() + jiff::SignedDuration::from_secs(60)).to_string();
+    for pod in pods(&c.api, ns, "web").await {
+        e2e::scheduler::create(
+            &c.api,
+            &metrics_path,
+            &json!({"apiVersion": "metrics.k8s.io/v1beta1", "kind": "PodMetrics",
+                    "metadata": {"name": name_of(&pod), "labels": pod["metadata"]["labels"]},
+                    "timestamp": sampled, "window": "1s",
+                    "containers": [{"name": "c", "usage": {"cpu": "200m", "memory": "1Mi"}}]}),
+        )
+        .await;
+    }
+    c.kubectl.ok(&[
+        "-n",
+        ns,
+        "autoscale",
+        "deployment",
+        "web",
+        "--cpu-percent=50",
+        "--min=1",
+        "--max=5",
+    ]);
+    // 2 pods at 4x the target ask for 8; the scale-up rate allows max(2*2, 4) = 4.
+    wait_for("the SuccessfulRescale event", || async {
+        let events = event_reasons(&c.api, ns, "HorizontalPodAutoscaler", "web").await;
+        let want =
+            "New size: 4; reason: cpu resource utilization (percentage of request) above target";
+        if events
+            .iter()
+            .any(|(reason, message)| reason == "SuccessfulRescale" && message == want)
+        {
+            Ok(())
+        } else {
+            Err(format!("{events:?}"))
+        }
+    })
+    .await;
+    let hpa_path = format!("/apis/autoscaling/v2/namespaces/{ns}/horizontalpodautoscalers/web");
+    let hpa = get(&c.api, &hpa_path).await.expect("hpa");
+    let current = &hpa["status"]["currentMetrics"][0];
+    assert_eq!(current["type"], "Resource", "{}", hpa["status"]);
+    assert_eq!(current["resource"]["name"], "cpu");
+    assert_eq!(current["resource"]["current"]["averageUtilization"], 200);
+    assert_eq!(
+        hpa_condition(&hpa, "ScalingActive").map(|(s, r, _)| (s, r)),
+        Some(("True".into(), "ValidMetricFound".into())),
+        "{}",
+        hpa["status"]
+    );
+    let table = c.kubectl.ok(&["-n", ns, "get", "hpa", "web"]);
+    assert!(table.contains("cpu: 200%/50%"), "{table}");
+    wait_for("the deployment scaled up", || async {
+        let d = get(&c.api, &deployment_path(ns, "web"))
+            .await
+            .ok_or("no deployment")?;
+        match int(&d["spec"]["replicas"]) {
+            n if n >= 4 => Ok(()),
+            n => Err(format!("{n} replicas")),
+        }
+    })
+    .await;
+}
