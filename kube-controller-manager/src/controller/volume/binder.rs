@@ -281,6 +281,15 @@ impl Binder {
     }
 }
 
+/// Whether a volume event should wake the claims waiting for a volume: it is free and Available
+/// and just became so or changed. Upstream leaves this to its periodic resync; doing it on the
+/// event binds a waiting claim without that delay.
+fn offers_itself(old: Option<&PersistentVolume>, new: &PersistentVolume) -> bool {
+    let free =
+        volume_phase(new) == "Available" && new.spec.as_ref().is_none_or(|s| s.claim_ref.is_none());
+    free && old.is_none_or(|o| volume_phase(o) != "Available" || o.spec != new.spec)
+}
+
 /// Upstream's `--pvclaimbinder-sync-period` default: every volume and claim is synced again
 /// this often, which retries what an event alone would not (a conflict lost to another
 /// writer, a half-done binding whose event was missed).
@@ -328,10 +337,23 @@ pub fn init(ctx: ControllerContext) -> BoxFuture<'static, InitResult> {
             claim_queue.clone(),
             volume_queue.clone(),
         );
+        let (b_add, b_update) = (binder.clone(), binder.clone());
         volumes.add_event_handler(
             EventHandlerFuncs::new()
-                .on_add(move |v: &Arc<PersistentVolume>, _| v1.add(name_of(v.as_ref())))
-                .on_update(move |_, v: &Arc<PersistentVolume>| v2.add(name_of(v.as_ref())))
+                .on_add(move |v: &Arc<PersistentVolume>, _| {
+                    v1.add(name_of(v.as_ref()));
+                    if offers_itself(None, v) {
+                        b_add.enqueue_unbound_claims();
+                    }
+                })
+                .on_update(
+                    move |old: &Arc<PersistentVolume>, v: &Arc<PersistentVolume>| {
+                        v2.add(name_of(v.as_ref()));
+                        if offers_itself(Some(old), v) {
+                            b_update.enqueue_unbound_claims();
+                        }
+                    },
+                )
                 .on_delete(move |d: &Deleted<PersistentVolume>| {
                     // Its claim has lost the volume.
                     if let Some(r) = d.object().spec.as_ref().and_then(|s| s.claim_ref.as_ref()) {
@@ -383,4 +405,36 @@ pub fn init(ctx: ControllerContext) -> BoxFuture<'static, InitResult> {
             tokio::join!(claims_run, volumes_run, resync);
         }) as Running))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pv(v: serde_json::Value) -> PersistentVolume {
+        serde_json::from_value(v).expect("pv")
+    }
+
+    #[test]
+    fn which_volume_events_wake_waiting_claims() {
+        let available = pv(
+            json!({"metadata": {"name": "a"}, "spec": {"capacity": {"storage": "1Gi"}}, "status": {"phase": "Available"}}),
+        );
+        let pending = pv(
+            json!({"metadata": {"name": "a"}, "spec": {"capacity": {"storage": "1Gi"}}, "status": {"phase": "Pending"}}),
+        );
+        let grown = pv(
+            json!({"metadata": {"name": "a"}, "spec": {"capacity": {"storage": "2Gi"}}, "status": {"phase": "Available"}}),
+        );
+        let claimed = pv(
+            json!({"metadata": {"name": "a"}, "spec": {"claimRef": {"name": "c"}}, "status": {"phase": "Available"}}),
+        );
+        assert!(offers_itself(None, &available));
+        assert!(!offers_itself(None, &pending));
+        assert!(offers_itself(Some(&pending), &available));
+        assert!(!offers_itself(Some(&available), &available), "a resync");
+        assert!(offers_itself(Some(&available), &grown));
+        assert!(!offers_itself(Some(&pending), &claimed));
+    }
 }

@@ -245,9 +245,6 @@ impl Binder {
         };
         let Some(claim_ref) = pv.spec.as_ref().and_then(|s| s.claim_ref.clone()) else {
             self.set_volume_phase(&pv, "Available", None).await?;
-            // Upstream waits for its periodic resync to offer a new volume to waiting claims;
-            // offering it now binds them without that delay.
-            self.enqueue_unbound_claims();
             return Ok(());
         };
         let ns = claim_ref.namespace.clone().unwrap_or_default();
