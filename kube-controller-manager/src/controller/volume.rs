@@ -1,12 +1,12 @@
 //! PersistentVolume binding, protection finalizers and ephemeral volumes.
 
 mod binder;
+mod binder_sync;
 mod ephemeral;
 mod finalizers;
 mod matching;
 mod pv_protection;
 mod pvc_protection;
-mod sync;
 
 use super::{ControllerContext, InitResult};
 use futures::future::BoxFuture;
