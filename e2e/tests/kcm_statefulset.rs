@@ -487,3 +487,63 @@ async fn parallel_creates_all_at_once_and_claims_follow_retention_policy() {
         [("StatefulSet".to_string(), set_uid)]
     );
 }
+
+#[tokio::test]
+async fn on_delete_updates_only_pods_the_user_deletes() {
+    let c = cluster().await;
+    let api = &c.api;
+    create_set(
+        api,
+        "Parallel",
+        2,
+        json!({"updateStrategy": {"type": "OnDelete", "rollingUpdate": null}}),
+    )
+    .await;
+    wait_for_pods(api, &["web-0", "web-1"]).await;
+    for name in ["web-0", "web-1"] {
+        let pod = get(api, &pod_path(name)).await.expect(name);
+        mark_pod_running_ready(api, &pod).await;
+    }
+    let status = wait_for_status(api, "2 ready", |s| s["readyReplicas"] == 2).await;
+    let rev1 = status["currentRevision"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+
+    merge_patch(
+        api,
+        &set_path(),
+        &json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "nginx:2"}]}}}}),
+    )
+    .await;
+    let status = wait_for_status(api, "a new update revision", |s| {
+        s["updateRevision"].as_str().is_some_and(|r| r != rev1)
+    })
+    .await;
+    let rev2 = status["updateRevision"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert_eq!(status["updatedReplicas"], 0, "{status}");
+    for name in ["web-0", "web-1"] {
+        let pod = get(api, &pod_path(name)).await.expect(name);
+        assert_eq!(revision(&pod), rev1, "{name} untouched under OnDelete");
+    }
+
+    // The user deletes web-1: it comes back at the new revision, web-0 stays.
+    let (code, body) = api
+        .request("DELETE", &pod_path("web-1"), None, String::new())
+        .await
+        .expect("delete web-1");
+    assert!(code < 300, "{code} {body}");
+    let web1 = wait_for_pod_at(api, "web-1", &rev2).await;
+    mark_pod_running_ready(api, &web1).await;
+    let status = wait_for_status(api, "web-1 updated", |s| {
+        s["updatedReplicas"] == 1 && s["readyReplicas"] == 2
+    })
+    .await;
+    assert_eq!(status["currentRevision"], json!(rev1));
+    assert_eq!(status["currentReplicas"], 1);
+    let web0 = get(api, &pod_path("web-0")).await.expect("web-0");
+    assert_eq!(revision(&web0), rev1);
+}
