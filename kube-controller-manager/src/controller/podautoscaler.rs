@@ -3,6 +3,7 @@
 //! reporting its absence in the conditions otherwise; resynced every
 //! `--horizontal-pod-autoscaler-sync-period`, as upstream.
 
+mod behavior;
 mod metrics;
 mod replicas;
 mod sync;
@@ -46,6 +47,7 @@ pub fn init(ctx: ControllerContext) -> BoxFuture<'static, InitResult> {
             recorder: ctx.recorder(CONTROLLER_NAME),
             resync: ctx.settings.horizontal_pod_autoscaler_sync_period,
             recommendations: Default::default(),
+            scale_events: Default::default(),
         };
         let workers = ctx.settings.concurrent_horizontal_pod_autoscaler_syncs;
         let shutdown = ctx.shutdown.clone();

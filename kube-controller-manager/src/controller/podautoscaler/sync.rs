@@ -2,6 +2,7 @@
 //! the target's scale, bring it into [min, max] or compute the metrics' recommendation,
 //! stabilize and clamp it, rescale, and report conditions, events and status.
 
+use super::behavior::{Rules, ScaleEvent, rate_limited};
 use super::metrics::{pod_usage, target_api};
 use super::replicas::{
     PodState, Recommendations, clamp, resource_replicas, stabilize, stabilize_with_windows,
@@ -28,6 +29,9 @@ pub const CONTROLLER_NAME: &str = "horizontal-pod-autoscaler-controller";
 /// `--horizontal-pod-autoscaler-downscale-stabilization`'s default.
 const DOWNSCALE_STABILIZATION: Duration = Duration::from_secs(300);
 
+/// An HPA's recent rescales: (up, down).
+pub type ScaleEvents = (Vec<ScaleEvent>, Vec<ScaleEvent>);
+
 #[derive(Clone)]
 pub struct Controller {
     pub client: kube::Client,
@@ -37,6 +41,8 @@ pub struct Controller {
     pub recorder: EventRecorder,
     pub resync: Duration,
     pub recommendations: Arc<Mutex<HashMap<String, Recommendations>>>,
+    /// Recent rescales up and down per HPA, for the behavior policies' periods.
+    pub scale_events: Arc<Mutex<HashMap<String, ScaleEvents>>>,
 }
 
 /// The conditions being written, keeping each transition time while the status holds.
@@ -87,6 +93,7 @@ impl Controller {
         };
         let Some(hpa) = self.hpas.namespace(ns).get(name) else {
             self.recommendations.lock().remove(&key);
+            self.scale_events.lock().remove(&key);
             return Ok(());
         };
         // Upstream's resync: every HPA is looked at again each sync period.
@@ -259,6 +266,9 @@ impl Controller {
                 format!("New size: {desired}; reason: {reason}"),
             );
             tracing::info!(hpa = key, from = current, to = desired, %reason, "rescaled the target");
+            if let Some(b) = spec.behavior.as_ref() {
+                self.store_scale_event(key, b, desired - current);
+            }
             rescaled = true;
         }
         status.current_replicas = Some(current);
@@ -310,12 +320,19 @@ impl Controller {
                 }
             }
         };
-        if stabilized != proposed {
+        if stabilized > proposed {
             conditions.set(
                 "AbleToScale",
                 true,
                 "ScaleDownStabilized",
                 "recent recommendations were higher than current one, applying the highest recent recommendation",
+            );
+        } else if stabilized < proposed {
+            conditions.set(
+                "AbleToScale",
+                true,
+                "ScaleUpStabilized",
+                "recent recommendations were lower than current one, applying the lowest recent recommendation",
             );
         } else {
             conditions.set(
@@ -325,7 +342,24 @@ impl Controller {
                 "recommended size matches current size",
             );
         }
-        let clamped = clamp(current, stabilized, min, max, behavior.is_none());
+        let clamped = match behavior {
+            None => clamp(current, stabilized, min, max, true),
+            Some(b) => {
+                let up = Rules::from_spec(b.scale_up.as_ref(), true);
+                let down = Rules::from_spec(b.scale_down.as_ref(), false);
+                let events = self.scale_events.lock();
+                let (ups, downs) = events.get(key).cloned().unwrap_or_default();
+                rate_limited(
+                    current,
+                    stabilized,
+                    min,
+                    max,
+                    (&up, &ups),
+                    (&down, &downs),
+                    now,
+                )
+            }
+        };
         conditions.set(
             "ScalingLimited",
             clamped.limited,
@@ -333,6 +367,32 @@ impl Controller {
             clamped.message,
         );
         clamped.replicas
+    }
+
+    /// Remembers a rescale for the policies' periods, forgetting what no period reaches.
+    fn store_scale_event(
+        &self,
+        key: &str,
+        behavior: &k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerBehavior,
+        change: i32,
+    ) {
+        let now = Instant::now();
+        let keep = Rules::from_spec(behavior.scale_up.as_ref(), true)
+            .longest_period()
+            .max(Rules::from_spec(behavior.scale_down.as_ref(), false).longest_period());
+        let mut events = self.scale_events.lock();
+        let (ups, downs) = events.entry(key.to_string()).or_default();
+        for list in [&mut *ups, &mut *downs] {
+            list.retain(|e| now.checked_sub(keep).is_none_or(|c| e.at > c));
+        }
+        match change {
+            c if c > 0 => ups.push(ScaleEvent { change: c, at: now }),
+            c if c < 0 => downs.push(ScaleEvent {
+                change: -c,
+                at: now,
+            }),
+            _ => {}
+        }
     }
 
     /// The highest replica count any metric asks for, with its metric's description, or the
