@@ -15,13 +15,12 @@ use super::status::{StatusInput, compute_status, status_changed};
 use crate::controller::utils::controller_ref::{
     ClaimOwner, claim_objects, controller_of, new_controller_ref, object_reference, recheck_owner,
 };
-use crate::controller::utils::pods::{is_pod_available, pods_by_controller};
+use crate::controller::utils::pods::{is_pod_available, pods_by_controller, slow_start_batch};
 use anyhow::Context as _;
 use api_types::labels::Selector;
 use client_go_rs::events::{EventRecorder, EventType};
 use client_go_rs::listers::{Lister, split_key};
 use client_go_rs::workqueue::RateLimitingQueue;
-use futures::future::join_all;
 use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::{ControllerRevision, StatefulSet, StatefulSetStatus};
 use k8s_openapi::api::core::v1::{ObjectReference, PersistentVolumeClaim, Pod};
@@ -307,7 +306,12 @@ impl Controller {
         actions: &[Action],
         (current, update): (&ControllerRevision, &ControllerRevision),
     ) -> anyhow::Result<()> {
-        let results = join_all(actions.iter().map(|action| async move {
+        // Parallel management acts in growing batches (1, 2, 4, ...) and stops after a
+        // failing one, as upstream, so a refused create costs a few requests, not all.
+        let (_, err) = slow_start_batch(actions.len(), 1, |i| async move {
+            let Some(action) = actions.get(i) else {
+                return Ok(());
+            };
             match action {
                 Action::Create { ordinal, from } => {
                     let rev = match from {
@@ -342,9 +346,9 @@ impl Controller {
                     self.fix_identity(ns, set, me, pods, name, *ordinal).await
                 }
             }
-        }))
+        })
         .await;
-        results.into_iter().find(Result::is_err).unwrap_or(Ok(()))
+        err.map_or(Ok(()), Err)
     }
 
     fn pod_event(&self, me: &ObjectReference, verb: &str, pod: &str, set: &str, err: Option<&str>) {
