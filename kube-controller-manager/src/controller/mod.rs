@@ -43,18 +43,3 @@ pub type Running = futures::future::BoxFuture<'static, ()>;
 /// What `init` returns: `Ok(None)` when the controller declines to start.
 pub type InitResult = anyhow::Result<Option<Running>>;
 
-/// The initializer of a controller this controller manager does not implement yet: it is
-/// skipped with a warning, as upstream skips a controller whose initializer declines.
-// Every registered controller now has its own initializer; kept for the next stub.
-#[allow(dead_code)]
-pub(crate) fn not_implemented(
-    ctx: ControllerContext,
-) -> futures::future::BoxFuture<'static, InitResult> {
-    Box::pin(async move {
-        tracing::warn!(
-            controller = ctx.controller_name,
-            "skipping controller: not implemented yet"
-        );
-        Ok(None)
-    })
-}
