@@ -614,10 +614,9 @@ async fn hpa_without_metrics_api_reports_it_and_still_enforces_min_replicas() {
     .await;
 }
 
-/// The resource metrics API stood in for by a CRD of the same group, version and plural: the
-/// controller lists `metrics.k8s.io/v1beta1` pods by label selector just the same.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn hpa_scales_up_from_resource_metrics() {
+/// A cluster whose 2 `web` pods each use 200m of their 100m CPU request, reported through
+/// the metrics stand-in.
+async fn cluster_with_busy_pods() -> Cluster {
     let c = cluster(&["--horizontal-pod-autoscaler-sync-period=1s"]).await;
     let ns = "default";
     let crd = json!({
@@ -662,6 +661,15 @@ async fn hpa_scales_up_from_resource_metrics() {
         )
         .await;
     }
+    c
+}
+
+/// The resource metrics API stood in for by a CRD of the same group, version and plural: the
+/// controller lists `metrics.k8s.io/v1beta1` pods by label selector just the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hpa_scales_up_from_resource_metrics() {
+    let c = cluster_with_busy_pods().await;
+    let ns = "default";
     c.kubectl.ok(&[
         "-n",
         ns,
@@ -708,6 +716,76 @@ async fn hpa_scales_up_from_resource_metrics() {
         match int(&d["spec"]["replicas"]) {
             n if n >= 4 => Ok(()),
             n => Err(format!("{n} replicas")),
+        }
+    })
+    .await;
+}
+
+/// `spec.behavior` policies limit each step: one pod per minute.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hpa_behavior_policy_limits_the_scale_up() {
+    let c = cluster_with_busy_pods().await;
+    let ns = "default";
+    let hpa = json!({
+        "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "web"},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+            "minReplicas": 1, "maxReplicas": 10,
+            "metrics": [{"type": "Resource", "resource": {"name": "cpu",
+                          "target": {"type": "Utilization", "averageUtilization": 50}}}],
+            "behavior": {"scaleUp": {"policies": [{"type": "Pods", "value": 1, "periodSeconds": 60}]}},
+        },
+    });
+    apply(&c, ns, &hpa.to_string());
+    let hpa_path = format!("/apis/autoscaling/v2/namespaces/{ns}/horizontalpodautoscalers/web");
+    let hpa = wait_for("the rate-limited rescale", || async {
+        let hpa = get(&c.api, &hpa_path).await.ok_or("no hpa")?;
+        match hpa_condition(&hpa, "ScalingLimited") {
+            Some((s, r, _))
+                if s == "True"
+                    && r == "ScaleUpLimit"
+                    && hpa["status"]["lastScaleTime"].is_string() =>
+            {
+                Ok(hpa)
+            }
+            _ => Err(hpa["status"].to_string()),
+        }
+    })
+    .await;
+    assert_eq!(hpa["status"]["desiredReplicas"], 3, "{}", hpa["status"]);
+    let d = get(&c.api, &deployment_path(ns, "web"))
+        .await
+        .expect("deployment");
+    assert_eq!(
+        int(&d["spec"]["replicas"]),
+        3,
+        "one pod more within the policy's minute"
+    );
+    // A later sync (currentReplicas 3) within the policy's minute adds nothing more.
+    wait_for("a sync after the rescale", || async {
+        let hpa = get(&c.api, &hpa_path).await.ok_or("no hpa")?;
+        match int(&hpa["status"]["currentReplicas"]) {
+            3 => Ok(()),
+            n => Err(format!("currentReplicas {n}")),
+        }
+    })
+    .await;
+    let d = get(&c.api, &deployment_path(ns, "web"))
+        .await
+        .expect("deployment");
+    assert_eq!(int(&d["spec"]["replicas"]), 3);
+    wait_for("the SuccessfulRescale event", || async {
+        let events = event_reasons(&c.api, ns, "HorizontalPodAutoscaler", "web").await;
+        let want =
+            "New size: 3; reason: cpu resource utilization (percentage of request) above target";
+        match events
+            .iter()
+            .filter(|(r, _)| r == "SuccessfulRescale")
+            .collect::<Vec<_>>()[..]
+        {
+            [(_, m)] if m == want => Ok(()),
+            _ => Err(format!("{events:?}")),
         }
     })
     .await;
