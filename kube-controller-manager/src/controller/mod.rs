@@ -42,4 +42,3 @@ pub type Running = futures::future::BoxFuture<'static, ()>;
 
 /// What `init` returns: `Ok(None)` when the controller declines to start.
 pub type InitResult = anyhow::Result<Option<Running>>;
-

@@ -174,10 +174,7 @@ type NewAndOld = (Option<Arc<Pod>>, Option<Arc<Pod>>);
 
 /// The new pod and the old pod of a node, or `None` when it has more than one of either
 /// (the manage loop cleans those up first). Terminating pods do not count.
-fn updated_and_old(
-    pods: &[Arc<Pod>],
-    updated: &impl Fn(&Pod) -> bool,
-) -> Option<NewAndOld> {
+fn updated_and_old(pods: &[Arc<Pod>], updated: &impl Fn(&Pod) -> bool) -> Option<NewAndOld> {
     let (mut new, mut old) = (None, None);
     for pod in pods
         .iter()
