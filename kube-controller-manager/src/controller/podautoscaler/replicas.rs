@@ -126,10 +126,39 @@ fn utilization_ratio(
     ))
 }
 
-/// The replicas `target` percent of utilization asks for, given `current` replicas.
+/// What a resource metric aims at.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Target {
+    /// Percent of the pods' requests.
+    Utilization(i32),
+    /// Average usage per pod (milli-units).
+    AverageValue(i64),
+}
+
+/// The ratio of usage to `target`, the utilization in percent (0 for an average-value target)
+/// and the average usage.
+fn usage_ratio(
+    metrics: &BTreeMap<String, i64>,
+    requests: &BTreeMap<String, i64>,
+    target: Target,
+) -> Result<(f64, i32, i64), String> {
+    match target {
+        Target::Utilization(t) => utilization_ratio(metrics, requests, t),
+        Target::AverageValue(v) => {
+            let n = i64::try_from(metrics.len()).unwrap_or(i64::MAX);
+            if n == 0 {
+                return Err("no metrics returned matched known pods".into());
+            }
+            let average = metrics.values().sum::<i64>() / n;
+            Ok((average as f64 / v.max(1) as f64, 0, average))
+        }
+    }
+}
+
+/// The replicas `target` asks for, given `current` replicas.
 pub fn resource_replicas(
     current: i32,
-    target: i32,
+    target: Target,
     pods: &[PodState],
     metrics: &BTreeMap<String, PodMetric>,
     cpu: bool,
@@ -149,7 +178,7 @@ pub fn resource_replicas(
     }
     let requests: BTreeMap<String, i64> =
         pods.iter().map(|p| (p.name.clone(), p.request)).collect();
-    let (ratio, utilization, average) = utilization_ratio(&usage, &requests, target)?;
+    let (ratio, utilization, average) = usage_ratio(&usage, &requests, target)?;
     let proposal = |replicas| Proposal {
         replicas,
         utilization,
@@ -165,10 +194,10 @@ pub fn resource_replicas(
     // Missing pods count against the move: as fully used when scaling down, idle when up.
     for name in &groups.missing {
         let request = requests.get(name).copied().unwrap_or(0);
-        let assumed = if ratio < 1.0 {
-            request * i64::from(target.max(100)) / 100
-        } else {
-            0
+        let assumed = match target {
+            _ if ratio >= 1.0 => 0,
+            Target::Utilization(t) => request * i64::from(t.max(100)) / 100,
+            Target::AverageValue(v) => v,
         };
         usage.insert(name.clone(), assumed);
     }
@@ -177,7 +206,7 @@ pub fn resource_replicas(
             usage.insert(name.clone(), 0);
         }
     }
-    let (new_ratio, _, _) = utilization_ratio(&usage, &requests, target)?;
+    let (new_ratio, _, _) = usage_ratio(&usage, &requests, target)?;
     if (1.0 - new_ratio).abs() <= TOLERANCE
         || (ratio < 1.0 && new_ratio > 1.0)
         || (ratio > 1.0 && new_ratio < 1.0)
@@ -452,8 +481,15 @@ mod tests {
                 .zip(&usage)
                 .filter_map(|(p, u)| u.map(|u| (p.name.clone(), metric(u))))
                 .collect();
-            let got =
-                resource_replicas(current, target, &pods, &metrics, true, now).map(|p| p.replicas);
+            let got = resource_replicas(
+                current,
+                Target::Utilization(target),
+                &pods,
+                &metrics,
+                true,
+                now,
+            )
+            .map(|p| p.replicas);
             assert_eq!(got, want.map_err(String::from), "{what}");
         }
     }
@@ -467,8 +503,30 @@ mod tests {
             ("b".to_string(), metric(300)),
         ]
         .into();
-        let p = resource_replicas(2, 100, &pods, &metrics, true, now).expect("proposal");
+        let p = resource_replicas(2, Target::Utilization(100), &pods, &metrics, true, now)
+            .expect("proposal");
         assert_eq!((p.utilization, p.average), (100, 200));
+    }
+
+    #[test]
+    fn average_value_targets_need_no_requests() {
+        let now = ts("2026-01-01T01:00:00Z");
+        let pods = [pod("a", 0), pod("b", 0), pod("c", 0)];
+        let metrics: BTreeMap<_, _> = [
+            ("a".to_string(), metric(300)),
+            ("b".to_string(), metric(300)),
+        ]
+        .into();
+        // 300m on average against 100m: 3x the 2 measured pods, with the missing one idle.
+        let p = resource_replicas(3, Target::AverageValue(100), &pods, &metrics, true, now)
+            .expect("proposal");
+        assert_eq!((p.replicas, p.average), (6, 300));
+        // Scaling down, the missing pod counts at the target.
+        let metrics: BTreeMap<_, _> =
+            [("a".to_string(), metric(10)), ("b".to_string(), metric(10))].into();
+        let p = resource_replicas(3, Target::AverageValue(100), &pods, &metrics, true, now)
+            .expect("proposal");
+        assert_eq!(p.replicas, 2);
     }
 
     #[test]

@@ -5,7 +5,7 @@
 use super::behavior::{Rules, ScaleEvent, rate_limited};
 use super::metrics::{pod_usage, target_api};
 use super::replicas::{
-    PodState, Recommendations, clamp, resource_replicas, stabilize, stabilize_with_windows,
+    PodState, Recommendations, Target, clamp, resource_replicas, stabilize, stabilize_with_windows,
 };
 use crate::controller::utils::controller_ref::object_reference;
 use api_types::labels::Selector;
@@ -529,18 +529,34 @@ impl Controller {
             .as_ref()
             .map(|r| &r.target)
             .or(spec.container_resource.as_ref().map(|r| &r.target));
-        let Some(utilization) = target.and_then(|t| t.average_utilization) else {
-            let message = format!(
-                "failed to get {resource} utilization: only averageUtilization targets are supported by this controller"
-            );
-            return Err(MetricError {
-                reason,
-                summary: message.clone(),
-                message,
-            });
+        let goal = match (
+            target.and_then(|t| t.average_utilization),
+            target
+                .and_then(|t| t.average_value.as_ref())
+                .and_then(|q| api_types::resource::Quantity::parse(&q.0)),
+        ) {
+            (Some(percent), _) => Target::Utilization(percent),
+            (None, Some(q)) => {
+                Target::AverageValue(i64::try_from(q.milli_value()).unwrap_or(i64::MAX))
+            }
+            (None, None) => {
+                let message = format!(
+                    "failed to get {resource} utilization: the target has neither averageUtilization nor averageValue"
+                );
+                return Err(MetricError {
+                    reason,
+                    summary: message.clone(),
+                    message,
+                });
+            }
+        };
+        // Upstream names the two kinds of resource target differently in its messages.
+        let what = match goal {
+            Target::Utilization(_) => "utilization",
+            Target::AverageValue(_) => "usage",
         };
         let fail = |inner: String| {
-            let message = format!("failed to get {resource} utilization: {inner}");
+            let message = format!("failed to get {resource} {what}: {inner}");
             MetricError {
                 reason,
                 summary: format!("failed to get {resource} resource metric value: {message}"),
@@ -556,12 +572,19 @@ impl Controller {
             })?;
         let states = pods
             .iter()
-            .map(|p| pod_state(p, &resource, container.as_deref()))
+            .map(|p| {
+                pod_state(
+                    p,
+                    &resource,
+                    container.as_deref(),
+                    matches!(goal, Target::Utilization(_)),
+                )
+            })
             .collect::<Result<Vec<_>, _>>()
             .map_err(fail)?;
         let proposal = resource_replicas(
             current,
-            utilization,
+            goal,
             &states,
             &metrics,
             resource == "cpu",
@@ -569,7 +592,8 @@ impl Controller {
         )
         .map_err(fail)?;
         let value = MetricValueStatus {
-            average_utilization: Some(proposal.utilization),
+            average_utilization: matches!(goal, Target::Utilization(_))
+                .then_some(proposal.utilization),
             average_value: Some(ApiQuantity(format!("{}m", proposal.average))),
             value: None,
         };
@@ -596,7 +620,12 @@ impl Controller {
         };
         Ok(MetricOutcome {
             replicas: proposal.replicas,
-            name: format!("{resource} resource utilization (percentage of request)"),
+            name: match goal {
+                Target::Utilization(_) => {
+                    format!("{resource} resource utilization (percentage of request)")
+                }
+                Target::AverageValue(_) => format!("{resource} resource"),
+            },
             status,
         })
     }
@@ -615,7 +644,13 @@ fn unsupported(spec: &MetricSpec, reason: &'static str) -> MetricError {
 }
 
 /// A pod as the replica calculator sees it, with its requests of `resource`.
-fn pod_state(pod: &Pod, resource: &str, container: Option<&str>) -> Result<PodState, String> {
+/// Requests are needed only against a utilization target.
+fn pod_state(
+    pod: &Pod,
+    resource: &str,
+    container: Option<&str>,
+    need_requests: bool,
+) -> Result<PodState, String> {
     let name = pod.metadata.name.clone().unwrap_or_default();
     let mut request = 0i64;
     for c in pod.spec.iter().flat_map(|s| &s.containers) {
@@ -627,13 +662,16 @@ fn pod_state(pod: &Pod, resource: &str, container: Option<&str>) -> Result<PodSt
             .as_ref()
             .and_then(|r| r.requests.as_ref())
             .and_then(|r| r.get(resource))
-            .and_then(|q| api_types::resource::Quantity::parse(&q.0))
-            .ok_or_else(|| {
-                format!(
-                    "missing request for {resource} in container {} of Pod {name}",
-                    c.name
-                )
-            })?;
+            .and_then(|q| api_types::resource::Quantity::parse(&q.0));
+        let Some(quantity) = quantity else {
+            if !need_requests {
+                continue;
+            }
+            return Err(format!(
+                "missing request for {resource} in container {} of Pod {name}",
+                c.name
+            ));
+        };
         request += i64::try_from(quantity.milli_value()).unwrap_or(i64::MAX);
     }
     let status = pod.status.as_ref();
