@@ -2,22 +2,17 @@
 //! its tests need beside it: no kubelet runs, so tests play the kubelet by setting pod status.
 
 use crate::apiserver::ApiServer;
-use crate::daemon::Daemon;
-use crate::{bin, free_port, https};
+use crate::served::Served;
 use serde_json::{Value, json};
-use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// A hang guard for waits on controllers, not a timing assertion.
 pub const PATIENCE: Duration = Duration::from_secs(60);
 
-/// A running kube-controller-manager, killed on drop.
-pub struct ControllerManager {
-    daemon: Option<Daemon>,
-    dir: PathBuf,
-    port: u16,
-}
+/// A running kube-controller-manager, killed on drop; [`Served`] gives its address, log,
+/// stop and kill.
+pub struct ControllerManager(Served);
 
 impl ControllerManager {
     /// Starts kube-controller-manager with the apiserver's admin kubeconfig, leader election
@@ -31,75 +26,28 @@ impl ControllerManager {
         std::fs::create_dir_all(dir)?;
         let kubeconfig = dir.join("controller-manager.kubeconfig");
         crate::kubectl::write_kubeconfig(&kubeconfig, &apiserver.url(), &apiserver.ca_file())?;
-        let port = free_port();
-        let mut args = vec![
-            format!("--kubeconfig={}", kubeconfig.display()),
-            format!("--secure-port={port}"),
-            "--bind-address=127.0.0.1".into(),
-            format!("--cert-dir={}", dir.join("certs").display()),
-        ];
+        let mut args = vec![format!("--kubeconfig={}", kubeconfig.display())];
         if !extra_args.iter().any(|a| a.starts_with("--leader-elect")) {
             args.push("--leader-elect=false".into());
         }
         args.extend(extra_args.iter().map(|a| a.to_string()));
-        let daemon = Daemon::start(&bin("kube-controller-manager"), &args, dir)?;
-        let cm = Self {
-            daemon: Some(daemon),
-            dir: dir.to_path_buf(),
-            port,
-        };
-        if let Err(err) = https::wait_ok(cm.addr(), &cm.ca_file(), "/healthz", PATIENCE).await {
-            anyhow::bail!(
-                "{err:#}\n----- kube-controller-manager log -----\n{}",
-                cm.logs()
-            );
-        }
-        Ok(cm)
+        Ok(Self(
+            Served::start("kube-controller-manager", dir, args, PATIENCE).await?,
+        ))
     }
+}
 
-    /// Where it serves `/healthz`, `/metrics` and `/configz`.
-    pub fn addr(&self) -> SocketAddr {
-        ([127, 0, 0, 1], self.port).into()
+impl std::ops::Deref for ControllerManager {
+    type Target = Served;
+
+    fn deref(&self) -> &Served {
+        &self.0
     }
+}
 
-    /// Its self-signed serving certificate, to trust as the CA.
-    pub fn ca_file(&self) -> PathBuf {
-        self.dir.join("certs").join("kube-controller-manager.crt")
-    }
-
-    pub fn pid(&self) -> Option<u32> {
-        self.daemon.as_ref().map(Daemon::pid)
-    }
-
-    /// Everything it has logged (also after [`ControllerManager::kill`]).
-    pub fn logs(&self) -> String {
-        std::fs::read_to_string(self.dir.join("kube-controller-manager.log")).unwrap_or_default()
-    }
-
-    /// Whether the process has exited.
-    pub fn exited(&mut self) -> bool {
-        self.daemon
-            .as_mut()
-            .is_none_or(|d| d.try_status().is_some())
-    }
-
-    /// SIGTERM and wait for the exit.
-    pub fn stop(&mut self) -> anyhow::Result<std::process::ExitStatus> {
-        let mut daemon = self
-            .daemon
-            .take()
-            .ok_or_else(|| anyhow::anyhow!("kube-controller-manager is not running"))?;
-        daemon.terminate(Duration::from_secs(15)).map_err(|err| {
-            anyhow::anyhow!(
-                "{err:#}\n----- kube-controller-manager log -----\n{}",
-                self.logs()
-            )
-        })
-    }
-
-    /// kill -9: no chance to release its lease.
-    pub fn kill(&mut self) {
-        self.daemon = None;
+impl std::ops::DerefMut for ControllerManager {
+    fn deref_mut(&mut self) -> &mut Served {
+        &mut self.0
     }
 }
 

@@ -12,6 +12,7 @@ pub mod pki;
 pub mod python;
 pub mod scheduler;
 pub mod secure;
+pub mod served;
 
 use std::path::PathBuf;
 

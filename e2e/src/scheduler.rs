@@ -3,22 +3,17 @@
 //! would leave them (no kubelet, no controller manager runs beside it).
 
 use crate::apiserver::ApiServer;
-use crate::daemon::Daemon;
-use crate::{bin, free_port, https};
+use crate::served::Served;
 use serde_json::{Value, json};
-use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// A hang guard for waits on the scheduler, not a timing assertion.
 pub const PATIENCE: Duration = Duration::from_secs(30);
 
-/// A running kube-scheduler, killed on drop (its log is printed if the test panics).
-pub struct Scheduler {
-    daemon: Option<Daemon>,
-    dir: PathBuf,
-    port: u16,
-}
+/// A running kube-scheduler, killed on drop (its log is printed if the test panics);
+/// [`Served`] gives its address, log, stop and kill.
+pub struct Scheduler(Served);
 
 impl Scheduler {
     /// Starts kube-scheduler with `--config` pointing at a KubeSchedulerConfiguration written to
@@ -46,72 +41,25 @@ impl Scheduler {
         }
         let config_file = dir.join("config.yaml");
         std::fs::write(&config_file, serde_yaml::to_string(&config)?)?;
-        let port = free_port();
-        let mut args = vec![
-            format!("--config={}", config_file.display()),
-            format!("--secure-port={port}"),
-            "--bind-address=127.0.0.1".into(),
-            format!("--cert-dir={}", dir.join("certs").display()),
-        ];
+        let mut args = vec![format!("--config={}", config_file.display())];
         args.extend(extra_args.iter().map(|a| a.to_string()));
-        let daemon = Daemon::start(&bin("kube-scheduler"), &args, dir)?;
-        let scheduler = Self {
-            daemon: Some(daemon),
-            dir: dir.to_path_buf(),
-            port,
-        };
-        if let Err(err) =
-            https::wait_ok(scheduler.addr(), &scheduler.ca_file(), "/healthz", PATIENCE).await
-        {
-            anyhow::bail!(
-                "{err:#}\n----- kube-scheduler log -----\n{}",
-                scheduler.logs()
-            );
-        }
-        Ok(scheduler)
+        Ok(Self(
+            Served::start("kube-scheduler", dir, args, PATIENCE).await?,
+        ))
     }
+}
 
-    /// Where it serves `/healthz`, `/metrics` and `/configz`.
-    pub fn addr(&self) -> SocketAddr {
-        ([127, 0, 0, 1], self.port).into()
+impl std::ops::Deref for Scheduler {
+    type Target = Served;
+
+    fn deref(&self) -> &Served {
+        &self.0
     }
+}
 
-    /// Its self-signed serving certificate, to trust as the CA.
-    pub fn ca_file(&self) -> PathBuf {
-        self.dir.join("certs").join("kube-scheduler.crt")
-    }
-
-    pub fn pid(&self) -> Option<u32> {
-        self.daemon.as_ref().map(Daemon::pid)
-    }
-
-    /// Everything it has logged (also after [`Scheduler::kill`]).
-    pub fn logs(&self) -> String {
-        std::fs::read_to_string(self.dir.join("kube-scheduler.log")).unwrap_or_default()
-    }
-
-    /// Whether the process has exited.
-    pub fn exited(&mut self) -> bool {
-        self.daemon
-            .as_mut()
-            .is_none_or(|d| d.try_status().is_some())
-    }
-
-    /// SIGTERM and wait for the exit.
-    pub fn stop(&mut self) -> anyhow::Result<std::process::ExitStatus> {
-        let mut daemon = self
-            .daemon
-            .take()
-            .ok_or_else(|| anyhow::anyhow!("kube-scheduler is not running"))?;
-        daemon.terminate(Duration::from_secs(15)).map_err(|err| {
-            anyhow::anyhow!("{err:#}\n----- kube-scheduler log -----\n{}", self.logs())
-        })
-    }
-
-    /// kill -9: no chance to release its lease or finish a binding.
-    pub fn kill(&mut self) {
-        // Dropping a Daemon sends SIGKILL and reaps the process.
-        self.daemon = None;
+impl std::ops::DerefMut for Scheduler {
+    fn deref_mut(&mut self) -> &mut Served {
+        &mut self.0
     }
 }
 
