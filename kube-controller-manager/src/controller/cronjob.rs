@@ -6,7 +6,7 @@ mod sync;
 mod times;
 
 use super::utils::controller_ref::controller_of;
-use super::worker::run_workers;
+use super::worker::run_workers_when_synced;
 use super::{ControllerContext, InitResult};
 use client_go_rs::informers::{Deleted, EventHandlerFuncs};
 use client_go_rs::listers::object_key;
@@ -50,15 +50,17 @@ pub fn init(ctx: ControllerContext) -> BoxFuture<'static, InitResult> {
         let shutdown = ctx.shutdown.clone();
         let workers = ctx.settings.concurrent_cron_job_syncs;
         Ok(Some(Box::pin(async move {
-            if !cj_informer.wait_for_cache_sync(&shutdown).await
-                || !job_informer.wait_for_cache_sync(&shutdown).await
-            {
-                return;
-            }
-            run_workers(CONTROLLER_NAME, queue, workers, shutdown, move |key| {
-                let controller = controller.clone();
-                async move { controller.sync(key).await }
-            })
+            run_workers_when_synced(
+                CONTROLLER_NAME,
+                &[&*cj_informer, &*job_informer],
+                queue,
+                workers,
+                shutdown,
+                move |key| {
+                    let controller = controller.clone();
+                    async move { controller.sync(key).await }
+                },
+            )
             .await;
         }) as super::Running))
     })

@@ -111,19 +111,17 @@ pub fn init(ctx: ControllerContext) -> BoxFuture<'static, InitResult> {
         let workers = ctx.settings.concurrent_deployment_syncs;
         let shutdown = ctx.shutdown.clone();
         Ok(Some(Box::pin(async move {
-            for synced in [
-                d_informer.wait_for_cache_sync(&shutdown).await,
-                rs_informer.wait_for_cache_sync(&shutdown).await,
-                pod_informer.wait_for_cache_sync(&shutdown).await,
-            ] {
-                if !synced {
-                    return;
-                }
-            }
-            super::worker::run_workers(CONTROLLER_NAME, queue, workers, shutdown, move |key| {
-                let controller = controller.clone();
-                async move { controller.sync(key).await }
-            })
+            super::worker::run_workers_when_synced(
+                CONTROLLER_NAME,
+                &[&*d_informer, &*rs_informer, &*pod_informer],
+                queue,
+                workers,
+                shutdown,
+                move |key| {
+                    let controller = controller.clone();
+                    async move { controller.sync(key).await }
+                },
+            )
             .await;
         }) as super::Running))
     })

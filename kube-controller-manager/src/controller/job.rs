@@ -14,7 +14,7 @@ use super::utils::controller_ref::controller_of;
 use super::utils::expectations::ControllerExpectations;
 use super::utils::pod_control::PodControl;
 use super::utils::pods::add_controller_uid_index;
-use super::worker::run_workers;
+use super::worker::run_workers_when_synced;
 use super::{ControllerContext, InitResult};
 use api_types::labels::Selector;
 use client_go_rs::informers::{Deleted, EventHandlerFuncs};
@@ -109,15 +109,17 @@ pub fn init(ctx: ControllerContext) -> BoxFuture<'static, InitResult> {
         let shutdown = ctx.shutdown.clone();
         let workers = ctx.settings.concurrent_job_syncs;
         Ok(Some(Box::pin(async move {
-            if !pod_informer.wait_for_cache_sync(&shutdown).await
-                || !job_informer.wait_for_cache_sync(&shutdown).await
-            {
-                return;
-            }
-            run_workers(CONTROLLER_NAME, queue, workers, shutdown, move |key| {
-                let controller = controller.clone();
-                async move { controller.sync(key).await }
-            })
+            run_workers_when_synced(
+                CONTROLLER_NAME,
+                &[&*pod_informer, &*job_informer],
+                queue,
+                workers,
+                shutdown,
+                move |key| {
+                    let controller = controller.clone();
+                    async move { controller.sync(key).await }
+                },
+            )
             .await;
         }) as super::Running))
     })

@@ -2,7 +2,7 @@
 //! requeued for the moment it expires, re-read from the server and deleted in the
 //! foreground (its pods first).
 
-use super::worker::run_workers;
+use super::worker::run_workers_when_synced;
 use super::{ControllerContext, InitResult};
 use anyhow::Context as _;
 use client_go_rs::informers::EventHandlerFuncs;
@@ -38,13 +38,17 @@ pub fn init(ctx: ControllerContext) -> BoxFuture<'static, InitResult> {
         let shutdown = ctx.shutdown.clone();
         let workers = ctx.settings.concurrent_ttl_after_finished_syncs;
         Ok(Some(Box::pin(async move {
-            if !informer.wait_for_cache_sync(&shutdown).await {
-                return;
-            }
-            run_workers(CONTROLLER_NAME, queue, workers, shutdown, move |key| {
-                let controller = controller.clone();
-                async move { controller.sync(key).await }
-            })
+            run_workers_when_synced(
+                CONTROLLER_NAME,
+                &[&*informer],
+                queue,
+                workers,
+                shutdown,
+                move |key| {
+                    let controller = controller.clone();
+                    async move { controller.sync(key).await }
+                },
+            )
             .await;
         }) as super::Running))
     })

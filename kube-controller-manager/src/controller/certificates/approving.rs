@@ -8,7 +8,7 @@ use super::request::{
     validate_kubelet_client,
 };
 use crate::controller::serviceaccount::is_not_found;
-use crate::controller::worker::run_workers;
+use crate::controller::worker::run_workers_when_synced;
 use crate::controller::{ControllerContext, InitResult};
 use anyhow::Context as _;
 use client_go_rs::workqueue::RateLimitingQueue;
@@ -32,19 +32,23 @@ pub(crate) async fn init(ctx: ControllerContext) -> InitResult {
     enqueue_all(&informer, &queue);
     let shutdown = ctx.shutdown.clone();
     Ok(Some(Box::pin(async move {
-        if !informer.wait_for_cache_sync(&shutdown).await {
-            return;
-        }
         let lister = informer.lister();
-        run_workers(NAME, queue, 5, shutdown, move |name: String| {
-            let (client, lister) = (client.clone(), lister.clone());
-            async move {
-                let Some(csr) = lister.get(&name) else {
-                    return Ok(());
-                };
-                sync(&client, &csr).await
-            }
-        })
+        run_workers_when_synced(
+            NAME,
+            &[&*informer],
+            queue,
+            5,
+            shutdown,
+            move |name: String| {
+                let (client, lister) = (client.clone(), lister.clone());
+                async move {
+                    let Some(csr) = lister.get(&name) else {
+                        return Ok(());
+                    };
+                    sync(&client, &csr).await
+                }
+            },
+        )
         .await;
     })))
 }

@@ -9,9 +9,8 @@ use client_go_rs::listers::object_key;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use std::collections::BTreeMap;
-use std::time::Duration;
 
-use crate::controller::utils::pods::is_pod_ready;
+use crate::controller::utils::handlers::{enqueue_when_available, resolve_controller_ref};
 
 impl<T: ReplicatedSet> Controller<T> {
     /// The key of the set `reference` points at, if it is one of ours and still the same
@@ -21,12 +20,8 @@ impl<T: ReplicatedSet> Controller<T> {
         namespace: &str,
         reference: &OwnerReference,
     ) -> Option<(String, std::sync::Arc<T>)> {
-        if reference.kind != T::KIND {
-            return None;
-        }
-        let set = self.sets.namespace(namespace).get(&reference.name)?;
-        (set.meta().uid.as_deref() == Some(reference.uid.as_str()))
-            .then(|| (object_key(set.as_ref()), set))
+        let set = resolve_controller_ref(&self.sets, T::KIND, namespace, reference)?;
+        Some((object_key(set.as_ref()), set))
     }
 
     /// The sets whose selector matches an orphan pod (upstream's `getPodReplicaSets`).
@@ -97,12 +92,7 @@ impl<T: ReplicatedSet> Controller<T> {
         }
         if let Some(r) = cur_ref {
             if let Some((key, set)) = self.resolve(&ns, r) {
-                let min_ready = set.min_ready_seconds();
-                if min_ready > 0 && !is_pod_ready(old) && is_pod_ready(cur) {
-                    // Check availability once minReadySeconds have passed.
-                    let secs = u64::try_from(min_ready).unwrap_or(0) + 1;
-                    self.queue.add_after(key.clone(), Duration::from_secs(secs));
-                }
+                enqueue_when_available(&self.queue, &key, set.min_ready_seconds(), old, cur);
                 self.queue.add(key);
             }
             return;
@@ -156,6 +146,7 @@ mod tests {
     use super::*;
     use crate::controller::utils::expectations::UidTrackingExpectations;
     use crate::controller::utils::pod_control::PodControl;
+    use crate::controller::worker::drain_sorted;
     use client_go_rs::events::{EventBroadcaster, InMemoryEventSink};
     use client_go_rs::listers::{Indexer, Lister};
     use client_go_rs::workqueue::RateLimitingQueue;
@@ -225,15 +216,7 @@ mod tests {
     }
 
     async fn drain(c: &Controller<ReplicaSet>) -> Vec<String> {
-        let mut keys = Vec::new();
-        while !c.queue.is_empty() {
-            if let Some(k) = c.queue.get().await {
-                c.queue.done(&k);
-                keys.push(k);
-            }
-        }
-        keys.sort();
-        keys
+        drain_sorted(&c.queue).await
     }
 
     enum Ev {

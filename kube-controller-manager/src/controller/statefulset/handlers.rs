@@ -3,7 +3,7 @@
 
 use super::sync::{Controller, KIND, min_ready_seconds};
 use crate::controller::utils::controller_ref::controller_of;
-use crate::controller::utils::pods::is_pod_ready;
+use crate::controller::utils::handlers::{enqueue_when_available, resolve_controller_ref};
 use api_types::labels::Selector;
 use client_go_rs::listers::object_key;
 use k8s_openapi::api::apps::v1::StatefulSet;
@@ -11,18 +11,12 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::ObjectMeta;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 impl Controller {
     /// The set `meta`'s controllerRef points at, if it is still that object in the cache.
     fn owner_of(&self, meta: &ObjectMeta) -> Option<Arc<StatefulSet>> {
-        let reference = controller_of(meta)?;
-        if reference.kind != KIND {
-            return None;
-        }
         let ns = meta.namespace.as_deref().unwrap_or_default();
-        let set = self.sets.namespace(ns).get(&reference.name)?;
-        (set.metadata.uid.as_deref() == Some(reference.uid.as_str())).then_some(set)
+        resolve_controller_ref(&self.sets, KIND, ns, controller_of(meta)?)
     }
 
     fn enqueue_owner(&self, meta: &ObjectMeta) {
@@ -67,14 +61,9 @@ impl Controller {
         }
         if cur_ref.is_some() {
             if let Some(set) = self.owner_of(&cur.metadata) {
-                let min_ready = min_ready_seconds(&set);
-                if min_ready > 0 && !is_pod_ready(old) && is_pod_ready(cur) {
-                    // Available once minReadySeconds have passed.
-                    let secs = u64::try_from(min_ready).unwrap_or(0) + 1;
-                    self.queue
-                        .add_after(object_key(set.as_ref()), Duration::from_secs(secs));
-                }
-                self.queue.add(object_key(set.as_ref()));
+                let key = object_key(set.as_ref());
+                enqueue_when_available(&self.queue, &key, min_ready_seconds(&set), old, cur);
+                self.queue.add(key);
             }
         } else if old.metadata.labels != cur.metadata.labels || old_ref != cur_ref {
             self.enqueue_matching(&cur.metadata);
@@ -89,6 +78,7 @@ impl Controller {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::controller::worker::drain_sorted;
     use client_go_rs::events::{EventBroadcaster, InMemoryEventSink};
     use client_go_rs::listers::{Indexer, Lister};
     use client_go_rs::workqueue::RateLimitingQueue;
@@ -165,15 +155,7 @@ mod tests {
     }
 
     async fn drain(c: &Controller) -> Vec<String> {
-        let mut keys = Vec::new();
-        while !c.queue.is_empty() {
-            if let Some(k) = c.queue.get().await {
-                c.queue.done(&k);
-                keys.push(k);
-            }
-        }
-        keys.sort();
-        keys
+        drain_sorted(&c.queue).await
     }
 
     #[tokio::test]

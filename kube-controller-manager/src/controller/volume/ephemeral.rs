@@ -2,7 +2,7 @@
 //! its claim `<pod>-<volume>`, owned by the pod.
 
 use super::super::utils::controller_ref::{controller_of, new_controller_ref, object_reference};
-use super::super::worker::run_workers;
+use super::super::worker::run_workers_when_synced;
 use super::super::{ControllerContext, InitResult, Running};
 use client_go_rs::events::{EventRecorder, EventType};
 use client_go_rs::informers::{Deleted, EventHandlerFuncs};
@@ -148,15 +148,17 @@ pub fn init(ctx: ControllerContext) -> BoxFuture<'static, InitResult> {
         // Upstream's `--concurrent-ephemeralvolume-syncs` default; the flag is not parsed here.
         let workers = 5;
         Ok(Some(Box::pin(async move {
-            if !pods.wait_for_cache_sync(&shutdown).await
-                || !claims.wait_for_cache_sync(&shutdown).await
-            {
-                return;
-            }
-            run_workers(NAME, queue, workers, shutdown, move |key| {
-                let controller = controller.clone();
-                async move { controller.sync(key).await }
-            })
+            run_workers_when_synced(
+                NAME,
+                &[&*pods, &*claims],
+                queue,
+                workers,
+                shutdown,
+                move |key| {
+                    let controller = controller.clone();
+                    async move { controller.sync(key).await }
+                },
+            )
             .await;
         }) as Running))
     })

@@ -2,7 +2,7 @@
 //! `kubernetes.io/pvc-protection` while a scheduled, non-terminal pod uses it.
 
 use super::super::utils::controller_ref::controller_of;
-use super::super::worker::run_workers;
+use super::super::worker::run_workers_when_synced;
 use super::super::{ControllerContext, InitResult, Running};
 use super::finalizers::{has_finalizer, with_finalizer, without_finalizer};
 use client_go_rs::informers::{Deleted, EventHandlerFuncs};
@@ -187,12 +187,7 @@ pub fn init(ctx: ControllerContext) -> BoxFuture<'static, InitResult> {
         );
         let shutdown = ctx.shutdown.clone();
         Ok(Some(Box::pin(async move {
-            if !claims.wait_for_cache_sync(&shutdown).await
-                || !pods.wait_for_cache_sync(&shutdown).await
-            {
-                return;
-            }
-            run_workers(NAME, queue, 1, shutdown, move |key| {
+            run_workers_when_synced(NAME, &[&*claims, &*pods], queue, 1, shutdown, move |key| {
                 let controller = controller.clone();
                 async move { controller.sync(key).await }
             })
