@@ -4,5 +4,6 @@
 
 pub mod controller_ref;
 pub mod expectations;
+pub mod handlers;
 pub mod pod_control;
 pub mod pods;
