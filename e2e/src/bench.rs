@@ -148,3 +148,34 @@ pub fn apiserver_pid(api_dir: &std::path::Path) -> Option<u32> {
             cmdline.split('\0').any(|a| a == needle).then_some(pid)
         })
 }
+
+/// Opens a watch on `path` (which must include `watch=true`) and calls `on_event` with each
+/// decoded event from a background task until the stream ends or `on_event` returns false.
+pub async fn watch(
+    client: &Client,
+    path: &str,
+    mut on_event: impl FnMut(Value) -> bool + Send + 'static,
+) -> anyhow::Result<()> {
+    use futures::StreamExt;
+    use tokio::io::AsyncBufReadExt;
+    let response = client
+        .send("GET", path, "application/json", &Value::Null)
+        .await?;
+    anyhow::ensure!(response.status() == 200, "watch: {}", response.status());
+    let stream = http_body_util::BodyStream::new(response.into_body()).map(|frame| {
+        frame
+            .map(|f| f.into_data().unwrap_or_default())
+            .map_err(std::io::Error::other)
+    });
+    let mut lines = tokio::io::BufReader::new(tokio_util::io::StreamReader::new(stream)).lines();
+    tokio::spawn(async move {
+        while let Ok(Some(line)) = lines.next_line().await {
+            if let Ok(event) = serde_json::from_str::<Value>(&line)
+                && !on_event(event)
+            {
+                return;
+            }
+        }
+    });
+    Ok(())
+}

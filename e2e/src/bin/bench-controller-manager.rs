@@ -13,13 +13,11 @@
 use e2e::apiserver::{ApiServer, Backend};
 use e2e::bench::{Client, apiserver_pid, usage};
 use e2e::controller_manager::ControllerManager;
-use futures::StreamExt;
 use serde_json::{Value, json};
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
-use tokio::io::AsyncBufReadExt;
 use tokio::sync::mpsc;
 
 const NS: &str = "bench";
@@ -106,37 +104,22 @@ async fn watch_pods(
     client: &Client,
     new_pods: mpsc::UnboundedSender<String>,
 ) -> anyhow::Result<Arc<AtomicUsize>> {
-    let path = format!("/api/v1/namespaces/{NS}/pods?watch=true");
-    let response = client
-        .send("GET", &path, "application/json", &json!(null))
-        .await?;
-    anyhow::ensure!(response.status() == 200, "watch: {}", response.status());
     let created = Arc::new(AtomicUsize::new(0));
     let counter = created.clone();
-    let stream = http_body_util::BodyStream::new(response.into_body()).map(|frame| {
-        frame
-            .map(|f| f.into_data().unwrap_or_default())
-            .map_err(std::io::Error::other)
-    });
-    let mut lines = tokio::io::BufReader::new(tokio_util::io::StreamReader::new(stream)).lines();
-    tokio::spawn(async move {
-        let mut seen = HashSet::new();
-        while let Ok(Some(line)) = lines.next_line().await {
-            let Ok(event) = serde_json::from_str::<Value>(&line) else {
-                continue;
-            };
-            let name = event["object"]["metadata"]["name"]
-                .as_str()
-                .unwrap_or_default()
-                .to_string();
-            if event["type"] == "ADDED" && seen.insert(name.clone()) {
-                counter.store(seen.len(), Ordering::Relaxed);
-                if new_pods.send(name).is_err() {
-                    return;
-                }
-            }
+    let mut seen = HashSet::new();
+    let path = format!("/api/v1/namespaces/{NS}/pods?watch=true");
+    e2e::bench::watch(client, &path, move |event| {
+        let name = event["object"]["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        if event["type"] == "ADDED" && seen.insert(name.clone()) {
+            counter.store(seen.len(), Ordering::Relaxed);
+            return new_pods.send(name).is_ok();
         }
-    });
+        true
+    })
+    .await?;
     Ok(created)
 }
 

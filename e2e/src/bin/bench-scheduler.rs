@@ -13,13 +13,11 @@
 use e2e::apiserver::{ApiServer, Backend};
 use e2e::bench::{Client, apiserver_pid, percentile, run_all, usage};
 use e2e::scheduler::Scheduler;
-use futures::StreamExt;
 use serde_json::{Value, json};
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
-use tokio::io::AsyncBufReadExt;
 
 const NS: &str = "bench";
 /// How long the measured pods may take in all before the run is declared failed.
@@ -135,41 +133,28 @@ async fn create_pods(
 
 /// Counts the pods of the namespace that have been bound, from a watch opened now.
 async fn watch_scheduled(client: &Client) -> anyhow::Result<Arc<AtomicUsize>> {
-    let path = format!("/api/v1/namespaces/{NS}/pods?watch=true");
-    let response = client
-        .send("GET", &path, "application/json", &json!(null))
-        .await?;
-    anyhow::ensure!(response.status() == 200, "watch: {}", response.status());
     let scheduled = Arc::new(AtomicUsize::new(0));
     let counter = scheduled.clone();
-    let stream = http_body_util::BodyStream::new(response.into_body()).map(|frame| {
-        frame
-            .map(|f| f.into_data().unwrap_or_default())
-            .map_err(std::io::Error::other)
-    });
-    let mut lines = tokio::io::BufReader::new(tokio_util::io::StreamReader::new(stream)).lines();
-    tokio::spawn(async move {
-        let mut bound = HashSet::new();
-        while let Ok(Some(line)) = lines.next_line().await {
-            let Ok(event) = serde_json::from_str::<Value>(&line) else {
-                continue;
-            };
-            let pod = &event["object"];
-            if event["type"] != "DELETED"
-                && pod["spec"]["nodeName"]
+    let mut bound = HashSet::new();
+    let path = format!("/api/v1/namespaces/{NS}/pods?watch=true");
+    e2e::bench::watch(client, &path, move |event| {
+        let pod = &event["object"];
+        if event["type"] != "DELETED"
+            && pod["spec"]["nodeName"]
+                .as_str()
+                .is_some_and(|n| !n.is_empty())
+            && bound.insert(
+                pod["metadata"]["name"]
                     .as_str()
-                    .is_some_and(|n| !n.is_empty())
-                && bound.insert(
-                    pod["metadata"]["name"]
-                        .as_str()
-                        .unwrap_or_default()
-                        .to_string(),
-                )
-            {
-                counter.store(bound.len(), Ordering::Relaxed);
-            }
+                    .unwrap_or_default()
+                    .to_string(),
+            )
+        {
+            counter.store(bound.len(), Ordering::Relaxed);
         }
-    });
+        true
+    })
+    .await?;
     Ok(scheduled)
 }
 
