@@ -5,6 +5,7 @@ pub mod pods;
 pub mod subsets;
 pub mod trigger_time;
 
+use super::utils::services;
 use super::worker::run_workers;
 use super::{ControllerContext, InitResult};
 use anyhow::Context as _;
@@ -42,40 +43,8 @@ pub fn init(ctx: ControllerContext) -> BoxFuture<'static, InitResult> {
         let queue: RateLimitingQueue<String> = RateLimitingQueue::default_controller("endpoint");
         let services = service_informer.lister();
 
-        let q = queue.clone();
-        let enqueue = move |s: &Service| q.add(object_key(s));
-        let (on_add, on_update, on_delete) = (enqueue.clone(), enqueue.clone(), enqueue);
-        service_informer.add_event_handler(
-            EventHandlerFuncs::new()
-                .on_add(move |s, _| on_add(s))
-                .on_update(move |_, s| on_update(s))
-                .on_delete(move |d| on_delete(d.object())),
-        );
-
-        let enqueue_for_pods = {
-            let q = queue.clone();
-            let services = services.clone();
-            move |pods: &[&Pod]| {
-                for key in pods::services_selecting(&services, pods) {
-                    q.add(key);
-                }
-            }
-        };
-        let (on_add, on_update, on_delete) = (
-            enqueue_for_pods.clone(),
-            enqueue_for_pods.clone(),
-            enqueue_for_pods,
-        );
-        pod_informer.add_event_handler(
-            EventHandlerFuncs::new()
-                .on_add(move |p: &Arc<Pod>, _| on_add(&[p]))
-                .on_update(move |old: &Arc<Pod>, new: &Arc<Pod>| {
-                    if old.metadata.resource_version != new.metadata.resource_version {
-                        on_update(&[old, new]);
-                    }
-                })
-                .on_delete(move |d| on_delete(&[d.object()])),
-        );
+        services::enqueue_own_key(&service_informer, &queue);
+        services::enqueue_services_selecting_pods(&pod_informer, &services, &queue);
 
         // A deleted Endpoints object of a live service is written again; leftovers of deleted
         // services seen at start are deleted (upstream's checkLeftoverEndpoints).

@@ -8,10 +8,10 @@ pub mod tracker;
 pub mod writer;
 
 use super::endpoint::pods::{self, HEADLESS_LABEL};
+use super::utils::services;
 use super::worker::run_workers;
 use super::{ControllerContext, InitResult};
-use client_go_rs::informers::EventHandlerFuncs;
-use client_go_rs::listers::{Lister, object_key, split_key};
+use client_go_rs::listers::{Lister, split_key};
 use client_go_rs::workqueue::RateLimitingQueue;
 use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::{Node, Pod, Service};
@@ -84,40 +84,8 @@ pub fn init(ctx: ControllerContext) -> BoxFuture<'static, InitResult> {
             RateLimitingQueue::default_controller("endpoint_slice");
         let services = service_informer.lister();
 
-        let q = queue.clone();
-        let enqueue = move |s: &Service| q.add(object_key(s));
-        let (on_add, on_update, on_delete) = (enqueue.clone(), enqueue.clone(), enqueue);
-        service_informer.add_event_handler(
-            EventHandlerFuncs::new()
-                .on_add(move |s, _| on_add(s))
-                .on_update(move |_, s| on_update(s))
-                .on_delete(move |d| on_delete(d.object())),
-        );
-
-        let enqueue_for_pods = {
-            let q = queue.clone();
-            let services = services.clone();
-            move |pods: &[&Pod]| {
-                for key in pods::services_selecting(&services, pods) {
-                    q.add(key);
-                }
-            }
-        };
-        let (on_add, on_update, on_delete) = (
-            enqueue_for_pods.clone(),
-            enqueue_for_pods.clone(),
-            enqueue_for_pods,
-        );
-        pod_informer.add_event_handler(
-            EventHandlerFuncs::new()
-                .on_add(move |p: &Arc<Pod>, _| on_add(&[p]))
-                .on_update(move |old: &Arc<Pod>, new: &Arc<Pod>| {
-                    if old.metadata.resource_version != new.metadata.resource_version {
-                        on_update(&[old, new]);
-                    }
-                })
-                .on_delete(move |d| on_delete(&[d.object()])),
-        );
+        services::enqueue_own_key(&service_informer, &queue);
+        services::enqueue_services_selecting_pods(&pod_informer, &services, &queue);
 
         let controller = Arc::new(Controller {
             client,
@@ -130,28 +98,13 @@ pub fn init(ctx: ControllerContext) -> BoxFuture<'static, InitResult> {
         });
 
         // Changes to our slices by anyone (and our own, once the cache sees them) resync the
-        // service; a deleted slice is no longer expected by the tracker.
-        let (q1, q2) = (queue.clone(), queue.clone());
-        let on_change = move |s: &EndpointSlice| {
-            if let Some(key) = owning_service(s, MANAGED_BY) {
-                q1.add(key);
-            }
-        };
-        let on_change2 = on_change.clone();
-        let c = controller.clone();
-        slice_informer.add_event_handler(
-            EventHandlerFuncs::new()
-                .on_add(move |s: &Arc<EndpointSlice>, _| on_change(s))
-                .on_update(move |_, s: &Arc<EndpointSlice>| on_change2(s))
-                .on_delete(move |d| {
-                    let s = d.object();
-                    if let Some(key) = owning_service(s, MANAGED_BY) {
-                        if let Some(uid) = &s.metadata.uid {
-                            c.tracker.forget_slice(&key, uid);
-                        }
-                        q2.add(key);
-                    }
-                }),
+        // service.
+        services::enqueue_owning_service_of_slices(
+            &slice_informer,
+            &queue,
+            MANAGED_BY,
+            controller.clone(),
+            |c: &Controller| &c.tracker,
         );
 
         let workers = ctx.settings.concurrent_service_endpoint_syncs;

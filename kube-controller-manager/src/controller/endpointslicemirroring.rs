@@ -7,11 +7,11 @@ pub mod desired;
 use super::endpointslice::reconcile::{self, Plan};
 use super::endpointslice::tracker::Tracker;
 use super::endpointslice::writer;
-use super::endpointslice::{MANAGED_BY_LABEL, SERVICE_NAME_LABEL, managed_slices, owning_service};
+use super::endpointslice::{MANAGED_BY_LABEL, SERVICE_NAME_LABEL, managed_slices};
+use super::utils::services;
 use super::worker::run_workers;
 use super::{ControllerContext, InitResult};
-use client_go_rs::informers::EventHandlerFuncs;
-use client_go_rs::listers::{Lister, object_key, split_key};
+use client_go_rs::listers::{Lister, split_key};
 use client_go_rs::workqueue::RateLimitingQueue;
 use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::{Endpoints, Service};
@@ -45,22 +45,8 @@ pub fn init(ctx: ControllerContext) -> BoxFuture<'static, InitResult> {
         let queue: RateLimitingQueue<String> =
             RateLimitingQueue::default_controller("endpoint_slice_mirroring");
 
-        let q = queue.clone();
-        let enqueue = move |key: String| q.add(key);
-        let (e1, e2, e3) = (enqueue.clone(), enqueue.clone(), enqueue.clone());
-        service_informer.add_event_handler(
-            EventHandlerFuncs::new()
-                .on_add(move |s: &Arc<Service>, _| e1(object_key(s.as_ref())))
-                .on_update(move |_, s: &Arc<Service>| e2(object_key(s.as_ref())))
-                .on_delete(move |d| e3(object_key(d.object().as_ref()))),
-        );
-        let (e1, e2, e3) = (enqueue.clone(), enqueue.clone(), enqueue.clone());
-        endpoints_informer.add_event_handler(
-            EventHandlerFuncs::new()
-                .on_add(move |e: &Arc<Endpoints>, _| e1(object_key(e.as_ref())))
-                .on_update(move |_, e: &Arc<Endpoints>| e2(object_key(e.as_ref())))
-                .on_delete(move |d| e3(object_key(d.object().as_ref()))),
-        );
+        services::enqueue_own_key(&service_informer, &queue);
+        services::enqueue_own_key(&endpoints_informer, &queue);
 
         let controller = Arc::new(Controller {
             client,
@@ -69,29 +55,12 @@ pub fn init(ctx: ControllerContext) -> BoxFuture<'static, InitResult> {
             slices: slice_informer.lister(),
             tracker: Tracker::default(),
         });
-        let (e1, e2, e3) = (enqueue.clone(), enqueue.clone(), enqueue);
-        let c = controller.clone();
-        slice_informer.add_event_handler(
-            EventHandlerFuncs::new()
-                .on_add(move |s: &Arc<EndpointSlice>, _| {
-                    if let Some(key) = owning_service(s, MANAGED_BY) {
-                        e1(key);
-                    }
-                })
-                .on_update(move |_, s: &Arc<EndpointSlice>| {
-                    if let Some(key) = owning_service(s, MANAGED_BY) {
-                        e2(key);
-                    }
-                })
-                .on_delete(move |d| {
-                    let s = d.object();
-                    if let Some(key) = owning_service(s, MANAGED_BY) {
-                        if let Some(uid) = &s.metadata.uid {
-                            c.tracker.forget_slice(&key, uid);
-                        }
-                        e3(key);
-                    }
-                }),
+        services::enqueue_owning_service_of_slices(
+            &slice_informer,
+            &queue,
+            MANAGED_BY,
+            controller.clone(),
+            |c: &Controller| &c.tracker,
         );
 
         let workers = ctx.settings.mirroring_concurrent_service_endpoint_syncs;

@@ -1,10 +1,11 @@
 //! Which nodes a DaemonSet's pod belongs on (upstream's `NodeShouldRunDaemonPod`), the
 //! tolerations every daemon pod gets, and the node affinity that pins a pod to its node.
 
+use crate::controller::utils::taints::tolerates;
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{
     Affinity, Node, NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, Pod,
-    PodSpec, Taint, Toleration,
+    PodSpec, Toleration,
 };
 use std::collections::BTreeMap;
 
@@ -73,27 +74,6 @@ fn template_spec(ds: &DaemonSet) -> PodSpec {
         .as_ref()
         .and_then(|s| s.template.spec.clone())
         .unwrap_or_default()
-}
-
-/// Upstream's `ToleratesTaint`.
-pub fn tolerates(toleration: &Toleration, taint: &Taint) -> bool {
-    if let Some(effect) = toleration.effect.as_deref()
-        && !effect.is_empty()
-        && effect != taint.effect
-    {
-        return false;
-    }
-    let key = toleration.key.as_deref().unwrap_or("");
-    if !key.is_empty() && key != taint.key {
-        return false;
-    }
-    match toleration.operator.as_deref().unwrap_or("") {
-        "Exists" => true,
-        "" | "Equal" => {
-            toleration.value.as_deref().unwrap_or("") == taint.value.as_deref().unwrap_or("")
-        }
-        _ => false,
-    }
 }
 
 fn toleration(key: &str, effect: &str) -> Toleration {
@@ -264,7 +244,7 @@ fn requirement_matches(r: &NodeSelectorRequirement, value: Option<&str>) -> bool
 mod tests {
     use super::*;
     use k8s_openapi::api::apps::v1::DaemonSetSpec;
-    use k8s_openapi::api::core::v1::{NodeSpec, PodTemplateSpec};
+    use k8s_openapi::api::core::v1::{NodeSpec, PodTemplateSpec, Taint};
     use kube::api::ObjectMeta;
 
     fn node(name: &str, labels: &[(&str, &str)], taints: &[(&str, &str)]) -> Node {

@@ -3,6 +3,7 @@
 //! ignored ones), and a kind -> resource mapping over every served version (ownerReferences may
 //! name any of them).
 
+use crate::controller::utils::discovery;
 use anyhow::Context as _;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResourceList;
 use kube::core::ApiResource;
@@ -80,28 +81,16 @@ impl Discovered {
     /// Adds one group version's resources: all to the mapper, the deletable ones of the
     /// preferred version to the monitored set.
     pub fn add(&mut self, list: &APIResourceList, group: &str, version: &str, preferred: bool) {
-        let api_version = if group.is_empty() {
-            version.to_string()
-        } else {
-            format!("{group}/{version}")
-        };
-        for r in list.resources.iter().filter(|r| !r.name.contains('/')) {
+        for r in list.resources.iter().filter(|r| discovery::is_top_level(r)) {
             let resource = Resource {
-                resource: ApiResource {
-                    group: group.to_string(),
-                    version: version.to_string(),
-                    api_version: api_version.clone(),
-                    kind: r.kind.clone(),
-                    plural: r.name.clone(),
-                },
+                resource: discovery::api_resource(group, version, r),
                 namespaced: r.namespaced,
             };
             self.mapper
-                .entry((api_version.clone(), r.kind.clone()))
+                .entry((resource.resource.api_version.clone(), r.kind.clone()))
                 .or_insert_with(|| resource.clone());
-            let has = |verb: &str| r.verbs.iter().any(|v| v == verb);
             let ignored = IGNORED.iter().any(|(g, p)| *g == group && *p == r.name);
-            if preferred && !ignored && has("list") && has("watch") && has("delete") {
+            if preferred && !ignored && discovery::has_verbs(r, &["list", "watch", "delete"]) {
                 self.deletable.push(resource);
             }
         }

@@ -2,6 +2,7 @@
 //! group (core `/api` and `/apis`), resources that support `list` and `delete`, as upstream's
 //! `ServerPreferredNamespacedResources` filtered by those verbs.
 
+use crate::controller::utils::discovery;
 use anyhow::Context as _;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResourceList;
 use kube::core::ApiResource;
@@ -74,27 +75,13 @@ pub async fn discover(client: &kube::Client) -> anyhow::Result<Discovered> {
 
 /// The namespaced, listable and deletable top-level resources of one group version.
 pub fn deletable(list: &APIResourceList, group: &str, version: &str) -> Vec<Deletable> {
-    let api_version = if group.is_empty() {
-        version.to_string()
-    } else {
-        format!("{group}/{version}")
-    };
     list.resources
         .iter()
-        .filter(|r| r.namespaced && !r.name.contains('/'))
-        .filter(|r| {
-            let has = |verb: &str| r.verbs.iter().any(|v| v == verb);
-            has("list") && has("delete")
-        })
+        .filter(|r| r.namespaced && discovery::is_top_level(r))
+        .filter(|r| discovery::has_verbs(r, &["list", "delete"]))
         .map(|r| Deletable {
-            resource: ApiResource {
-                group: group.to_string(),
-                version: version.to_string(),
-                api_version: api_version.clone(),
-                kind: r.kind.clone(),
-                plural: r.name.clone(),
-            },
-            delete_collection: r.verbs.iter().any(|v| v == "deletecollection"),
+            resource: discovery::api_resource(group, version, r),
+            delete_collection: discovery::has_verbs(r, &["deletecollection"]),
         })
         .collect()
 }

@@ -1,6 +1,7 @@
 //! Which node-controller taints a node should carry, from its conditions, and how a node's
 //! taint list changes to get there (the NoSchedule and NoExecute passes own different keys).
 
+use crate::controller::utils;
 use k8s_openapi::api::core::v1::{Node, NodeCondition, Taint, Toleration};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
@@ -137,27 +138,12 @@ pub fn has_taint(node: &Node, key: &str, effect: &str) -> bool {
     taints(node).iter().any(|t| same_taint(t, key, effect))
 }
 
-/// Whether `toleration` tolerates `taint` (upstream's `ToleratesTaint`).
+/// Whether `toleration` tolerates `taint` (upstream's `ToleratesTaint`), except that an empty
+/// key with `Equal` tolerates nothing (validation rejects such a toleration anyway).
 pub fn tolerates(toleration: &Toleration, taint: &Taint) -> bool {
-    if let Some(effect) = toleration.effect.as_deref()
-        && !effect.is_empty()
-        && effect != taint.effect
-    {
-        return false;
-    }
-    let key = toleration.key.as_deref().unwrap_or("");
-    if !key.is_empty() && key != taint.key {
-        return false;
-    }
-    match toleration.operator.as_deref().unwrap_or("Equal") {
-        "Exists" => true,
-        "" | "Equal" => {
-            // An empty key with Equal tolerates nothing but is rejected by validation anyway.
-            !key.is_empty()
-                && toleration.value.as_deref().unwrap_or("") == taint.value.as_deref().unwrap_or("")
-        }
-        _ => false,
-    }
+    let key_empty = toleration.key.as_deref().unwrap_or("").is_empty();
+    let equal = matches!(toleration.operator.as_deref(), None | Some("" | "Equal"));
+    !(key_empty && equal) && utils::taints::tolerates(toleration, taint)
 }
 
 #[cfg(test)]
