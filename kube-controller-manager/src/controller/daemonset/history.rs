@@ -6,6 +6,7 @@ use super::plan::NodePods;
 use super::revision::{REVISION_HASH_LABEL, matches, new_revision, revisions_to_prune};
 use super::sync::Controller;
 use crate::controller::utils::controller_ref::{ClaimOwner, claim_objects, recheck_owner};
+use crate::controller::utils::history::next_revision_number;
 use anyhow::Context as _;
 use api_types::labels::Selector;
 use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet};
@@ -71,7 +72,7 @@ impl Controller {
                 old.push(rev);
             }
         }
-        let next_revision = old.iter().map(|r| r.revision).max().unwrap_or(0) + 1;
+        let next_revision = next_revision_number(&old);
         let cur = if current.is_empty() {
             self.snapshot(ds, next_revision).await?
         } else {

@@ -2,11 +2,13 @@
 //! `spec.template`, named and labelled by the template's hash.
 
 use crate::controller::utils::controller_ref::new_controller_ref;
+use crate::controller::utils::hash::json_hash;
+use crate::controller::utils::history;
 use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet};
 use k8s_openapi::api::core::v1::PodTemplateSpec;
 use k8s_openapi::apimachinery::pkg::runtime::RawExtension;
 use kube::api::ObjectMeta;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 /// The label naming the revision a pod (or ControllerRevision) was made from.
 pub const REVISION_HASH_LABEL: &str = "controller-revision-hash";
@@ -15,20 +17,10 @@ pub const TEMPLATE_GENERATION_LABEL: &str = "pod-template-generation";
 /// Where apps/v1 keeps the deprecated template generation.
 const TEMPLATE_GENERATION_ANNOTATION: &str = "deprecated.daemonset.template.generation";
 
-/// The revision's data: `{"spec":{"template":{..., "$patch":"replace"}}}` (upstream's
-/// `getPatch`), which is also what tells whether a revision holds the current template.
+/// The revision's data, which is also what tells whether a revision holds the current
+/// template.
 pub fn template_patch(ds: &DaemonSet) -> Value {
-    let template = ds
-        .spec
-        .as_ref()
-        .map(|s| serde_json::to_value(&s.template).unwrap_or(Value::Null))
-        .unwrap_or(Value::Null);
-    let mut template = match template {
-        Value::Object(map) => map,
-        _ => serde_json::Map::new(),
-    };
-    template.insert("$patch".into(), json!("replace"));
-    json!({"spec": {"template": template}})
+    history::template_patch(ds.spec.as_ref().map(|s| &s.template))
 }
 
 /// Whether `revision` stores the DaemonSet's current template.
@@ -36,26 +28,11 @@ pub fn matches(ds: &DaemonSet, revision: &ControllerRevision) -> bool {
     revision.data.as_ref().map(|d| &d.0) == Some(&template_patch(ds))
 }
 
-/// The hash of a template plus the collision count: FNV-32a over the template's JSON, then
-/// the count, rendered on a safe alphabet like upstream's `ComputeHash` (the value differs
-/// from upstream's, which hashes Go's printed form; only its shape matters).
+/// The hash of a template plus the collision count, rendered like upstream's `ComputeHash`
+/// (the value differs from upstream's, which hashes Go's printed form; only its shape
+/// matters).
 pub fn compute_hash(template: &PodTemplateSpec, collision_count: Option<i32>) -> String {
-    const SAFE_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
-    let mut hash: u32 = 0x811c_9dc5;
-    let mut write = |bytes: &[u8]| {
-        for b in bytes {
-            hash ^= u32::from(*b);
-            hash = hash.wrapping_mul(0x0100_0193);
-        }
-    };
-    write(&serde_json::to_vec(template).unwrap_or_default());
-    if let Some(count) = collision_count {
-        write(&count.to_le_bytes());
-    }
-    hash.to_string()
-        .bytes()
-        .map(|b| SAFE_ALPHABET[usize::from(b) % SAFE_ALPHABET.len()] as char)
-        .collect()
+    json_hash(template, collision_count)
 }
 
 /// A new revision of the DaemonSet's current template (upstream's `snapshot`).
@@ -147,6 +124,7 @@ mod tests {
     use super::*;
     use k8s_openapi::api::apps::v1::DaemonSetSpec;
     use k8s_openapi::api::core::v1::{Container, PodSpec};
+    use serde_json::json;
 
     fn ds(image: &str) -> DaemonSet {
         DaemonSet {

@@ -1,13 +1,11 @@
 //! The `pod-template-hash`: names a Deployment's ReplicaSets and tells which one runs the
 //! Deployment's current template.
 
+use crate::controller::utils::hash::{Fnv32a, safe_encode};
 use k8s_openapi::api::core::v1::PodTemplateSpec;
 
 /// The label (and selector requirement) that tells the ReplicaSets of one Deployment apart.
 pub const POD_TEMPLATE_HASH_LABEL: &str = "pod-template-hash";
-
-/// Characters that never form words or look alike, as upstream's `rand.SafeEncodeString`.
-const SAFE_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
 
 /// The hash of a template plus the Deployment's `status.collisionCount`: FNV-32a over the
 /// template's JSON (struct field order and sorted maps make it stable), then the collision
@@ -18,32 +16,12 @@ pub fn compute_hash(template: &PodTemplateSpec, collision_count: Option<i32>) ->
     // Serializing typed k8s-openapi structs cannot fail; an empty body still hashes stably.
     hash.write(&serde_json::to_vec(template).unwrap_or_default());
     if let Some(count) = collision_count {
+        // Eight bytes, not four as for revisions: existing ReplicaSet names depend on it.
         let mut bytes = [0u8; 8];
         bytes[..4].copy_from_slice(&(count as u32).to_le_bytes());
         hash.write(&bytes);
     }
-    hash.sum()
-        .to_string()
-        .bytes()
-        .map(|b| SAFE_ALPHABET[usize::from(b) % SAFE_ALPHABET.len()] as char)
-        .collect()
-}
-
-struct Fnv32a(u32);
-
-impl Fnv32a {
-    fn new() -> Self {
-        Self(0x811c_9dc5)
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 ^= u32::from(*b);
-            self.0 = self.0.wrapping_mul(0x0100_0193);
-        }
-    }
-    fn sum(&self) -> u32 {
-        self.0
-    }
+    safe_encode(hash.sum())
 }
 
 /// Whether two templates are the same once the hash label is ignored: the test for "this
@@ -70,6 +48,7 @@ fn normalized(t: &PodTemplateSpec) -> PodTemplateSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::controller::utils::hash::SAFE_ALPHABET;
     use k8s_openapi::api::core::v1::{Container, PodSpec};
     use kube::api::ObjectMeta;
 

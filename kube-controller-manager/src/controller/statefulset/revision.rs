@@ -3,12 +3,14 @@
 //! template back into the set (upstream's `getPatch`), so `kubectl rollout history` and
 //! `rollout undo` read it as upstream's.
 
+use crate::controller::utils::hash::json_hash;
+use crate::controller::utils::history;
 use k8s_openapi::api::apps::v1::{ControllerRevision, StatefulSet};
 use k8s_openapi::api::core::v1::PodTemplateSpec;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use k8s_openapi::apimachinery::pkg::runtime::RawExtension;
 use kube::api::ObjectMeta;
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
@@ -17,14 +19,7 @@ pub const HASH_LABEL: &str = "controller.kubernetes.io/hash";
 
 /// The revision data of a set's template.
 pub fn revision_data(set: &StatefulSet) -> Value {
-    let template = set.spec.as_ref().map(|s| &s.template);
-    let mut t = serde_json::to_value(template).unwrap_or(Value::Null);
-    if let Value::Object(m) = &mut t {
-        m.insert("$patch".into(), json!("replace"));
-    } else {
-        t = json!({"$patch": "replace"});
-    }
-    json!({"spec": {"template": t}})
+    history::template_patch(set.spec.as_ref().map(|s| &s.template))
 }
 
 /// The template a revision records.
@@ -36,26 +31,9 @@ pub fn revision_template(rev: &ControllerRevision) -> Option<PodTemplateSpec> {
     serde_json::from_value(t).ok()
 }
 
-/// Safe characters (no vowels, no look-alikes), as upstream's `rand.SafeEncodeString`.
-const SAFE_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
-
 /// FNV-32a over the data and the collision count, rendered in the safe alphabet.
 pub fn revision_hash(data: &Value, collision_count: Option<i32>) -> String {
-    let mut h: u32 = 0x811c_9dc5;
-    let mut write = |bytes: &[u8]| {
-        for b in bytes {
-            h ^= u32::from(*b);
-            h = h.wrapping_mul(0x0100_0193);
-        }
-    };
-    write(&serde_json::to_vec(data).unwrap_or_default());
-    if let Some(c) = collision_count {
-        write(&(c as u32).to_le_bytes());
-    }
-    h.to_string()
-        .bytes()
-        .map(|b| SAFE_ALPHABET[usize::from(b) % SAFE_ALPHABET.len()] as char)
-        .collect()
+    json_hash(data, collision_count)
 }
 
 /// A new revision of `set` (not yet created) numbered `number`.
@@ -99,7 +77,7 @@ pub fn same_data(a: &ControllerRevision, b: &ControllerRevision) -> bool {
 
 /// One more than the highest revision number.
 pub fn next_number(revisions: &[Arc<ControllerRevision>]) -> i64 {
-    revisions.iter().map(|r| r.revision).max().unwrap_or(0) + 1
+    history::next_revision_number(revisions.iter().map(|r| r.as_ref()))
 }
 
 /// The revisions to delete so at most `limit` revisions that no pod runs (and that are neither
@@ -130,6 +108,7 @@ mod tests {
     use super::*;
     use k8s_openapi::api::apps::v1::StatefulSetSpec;
     use k8s_openapi::api::core::v1::{Container, PodSpec};
+    use serde_json::json;
 
     fn set(image: &str) -> StatefulSet {
         StatefulSet {
