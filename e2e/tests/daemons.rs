@@ -60,6 +60,8 @@ const CASES: &[Case] = &[
                 "--bind-address=127.0.0.1".into(),
                 format!("--cert-dir={dir}"),
                 "--controllers=*,-job".into(),
+                // No apiserver here: the controllers keep waiting for their informers.
+                "--master=https://127.0.0.1:1".into(),
                 "--leader-elect=false".into(),
             ]
         },
@@ -167,6 +169,7 @@ async fn controller_manager_configz_shows_resolved_controllers() {
         "--bind-address=127.0.0.1".into(),
         format!("--cert-dir={}", cert_dir.display()),
         "--controllers=replicaset,garbagecollector,-garbagecollector,tokencleaner".into(),
+        "--master=https://127.0.0.1:1".into(),
         "--leader-elect=false".into(),
     ];
     let mut daemon = Daemon::start(&bin("kube-controller-manager"), &args, dir.path()).unwrap();

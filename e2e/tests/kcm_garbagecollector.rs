@@ -375,6 +375,9 @@ async fn foreground_waits_for_blocking_dependents_and_orphan_keeps_them() {
         json!([owner(&rc, "v1", "ReplicationController", true)]),
     );
     sched::create_pod(api, ns, &pod).await;
+    // Orphaning only reaches dependents the collector's informers have seen (upstream's has the
+    // same window); on a loaded machine the pod's watch event can lag behind the delete.
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
     let rc_path = format!("/api/v1/namespaces/{ns}/replicationcontrollers/rc");
     delete(api, &rc_path, None).await;
     wait_gone(api, &rc_path).await;
