@@ -147,6 +147,24 @@ async fn wait_gone(api: &ApiServer, path: &str) {
     .await;
 }
 
+/// Returns once the collector has seen every object created so far at `collection`: orphaning
+/// reaches only dependents in its graph (upstream's has the same window), and one informer
+/// delivers in order, so a later object whose owner never existed being collected proves the
+/// earlier ones were seen. `obj` is a valid object of that collection's kind.
+async fn gc_barrier(api: &ApiServer, collection: &str, mut obj: Value) {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let name = format!(
+        "barrier-{}",
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    );
+    let ghost = json!({"apiVersion": "v1", "kind": "ConfigMap", "name": "never-existed",
+                       "uid": "00000000-0000-0000-0000-000000000bad"});
+    obj["metadata"]["name"] = json!(name);
+    obj["metadata"]["ownerReferences"] = json!([ghost]);
+    create(api, collection, &obj).await;
+    wait_gone(api, &format!("{collection}/{name}")).await;
+}
+
 async fn must_get(api: &ApiServer, path: &str) -> Value {
     get(api, path)
         .await
@@ -351,6 +369,8 @@ async fn foreground_waits_for_blocking_dependents_and_orphan_keeps_them() {
         vec![cm_owner(&orphaner, false), cm_owner(&other, false)],
     )
     .await;
+    gc_barrier(api, &secrets(ns), json!({"metadata": {}})).await;
+    gc_barrier(api, &configmaps(ns), json!({"metadata": {}})).await;
     delete(api, &format!("{}/or-owner", configmaps(ns)), Some("Orphan")).await;
     wait_gone(api, &format!("{}/or-owner", configmaps(ns))).await;
     let s = must_get(api, &format!("{}/or-secret", secrets(ns))).await;
@@ -375,9 +395,12 @@ async fn foreground_waits_for_blocking_dependents_and_orphan_keeps_them() {
         json!([owner(&rc, "v1", "ReplicationController", true)]),
     );
     sched::create_pod(api, ns, &pod).await;
-    // Orphaning only reaches dependents the collector's informers have seen (upstream's has the
-    // same window); on a loaded machine the pod's watch event can lag behind the delete.
-    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    gc_barrier(
+        api,
+        &format!("/api/v1/namespaces/{ns}/pods"),
+        sched::pod("unused"),
+    )
+    .await;
     let rc_path = format!("/api/v1/namespaces/{ns}/replicationcontrollers/rc");
     delete(api, &rc_path, None).await;
     wait_gone(api, &rc_path).await;

@@ -403,25 +403,28 @@ async fn ttl_after_finished(api: &ApiServer) {
     .await;
     let pods = wait_active(api, ns, "short", 1).await;
     mark_pod_finished(api, &pods[0], 0).await;
-    let j = wait_condition(api, ns, "short", "Complete").await;
-    assert!(j["metadata"]["deletionTimestamp"].is_null());
+    wait_condition(api, ns, "short", "Complete").await;
     let path = format!("{}/short", jobs(ns));
-    wait_for("job deleted after its TTL", || async {
-        match get(api, &path).await {
-            None => Ok(()),
-            Some(j) => {
-                let foreground = j["metadata"]["finalizers"]
-                    .as_array()
-                    .is_some_and(|f| f.iter().any(|f| f == "foregroundDeletion"));
-                if j["metadata"]["deletionTimestamp"].is_string() && foreground {
-                    Ok(())
-                } else {
-                    Err(j["metadata"].to_string())
-                }
-            }
+    let deleted = wait_for("job deleted after its TTL", || async {
+        let j = get(api, &path)
+            .await
+            .ok_or_else(|| "job gone: no foreground finalizer".to_string())?;
+        let foreground = j["metadata"]["finalizers"]
+            .as_array()
+            .is_some_and(|f| f.iter().any(|f| f == "foregroundDeletion"));
+        if j["metadata"]["deletionTimestamp"].is_string() && foreground {
+            Ok(j)
+        } else {
+            Err(j["metadata"].to_string())
         }
     })
     .await;
+    // Checked on the object rather than by timing the poll, which lags on a loaded machine.
+    let at =
+        |v: &Value| -> jiff::Timestamp { v.as_str().expect("timestamp").parse().expect("rfc3339") };
+    let ttl = at(&deleted["metadata"]["deletionTimestamp"])
+        .duration_since(at(&deleted["status"]["completionTime"]));
+    assert!(ttl.as_secs() >= 1, "deleted {ttl:?} after completion");
 }
 
 /// `* * * * *` with Forbid: a Job for the latest minute, and none for the next minute while
