@@ -1,0 +1,3 @@
+//! A container's environment: env and envFrom from ConfigMaps and Secrets, fieldRef and
+//! resourceFieldRef, service links, and `$(VAR)` expansion of command and args.
+//! Owner: the volumes engineer.
