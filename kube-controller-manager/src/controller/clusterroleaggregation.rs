@@ -2,7 +2,7 @@
 
 mod rules;
 
-use super::worker::run_workers;
+use super::worker::run_workers_when_synced;
 use super::{ControllerContext, InitResult};
 use anyhow::Context as _;
 use client_go_rs::informers::EventHandlerFuncs;
@@ -46,14 +46,18 @@ pub fn init(ctx: ControllerContext) -> BoxFuture<'static, InitResult> {
         let shutdown = ctx.shutdown.clone();
         let api: Api<ClusterRole> = Api::all(client);
         let running: super::Running = Box::pin(async move {
-            if !informer.wait_for_cache_sync(&shutdown).await {
-                return;
-            }
-            run_workers(NAME, queue, 5, shutdown, move |name: String| {
-                let api = api.clone();
-                let lister = lister.clone();
-                async move { sync(&api, &lister, &name).await }
-            })
+            run_workers_when_synced(
+                NAME,
+                &[&*informer],
+                queue,
+                5,
+                shutdown,
+                move |name: String| {
+                    let api = api.clone();
+                    let lister = lister.clone();
+                    async move { sync(&api, &lister, &name).await }
+                },
+            )
             .await;
         });
         Ok(Some(running))

@@ -6,7 +6,7 @@ pub mod subsets;
 pub mod trigger_time;
 
 use super::utils::services;
-use super::worker::run_workers;
+use super::worker::run_workers_when_synced;
 use super::{ControllerContext, InitResult};
 use anyhow::Context as _;
 use client_go_rs::informers::EventHandlerFuncs;
@@ -75,16 +75,17 @@ pub fn init(ctx: ControllerContext) -> BoxFuture<'static, InitResult> {
         let workers = ctx.settings.concurrent_endpoint_syncs;
         let shutdown = ctx.shutdown.clone();
         Ok(Some(Box::pin(async move {
-            if !service_informer.wait_for_cache_sync(&shutdown).await
-                || !pod_informer.wait_for_cache_sync(&shutdown).await
-                || !endpoints_informer.wait_for_cache_sync(&shutdown).await
-            {
-                return;
-            }
-            run_workers(NAME, queue, workers, shutdown, move |key: String| {
-                let controller = controller.clone();
-                async move { controller.sync(&key).await }
-            })
+            run_workers_when_synced(
+                NAME,
+                &[&*service_informer, &*pod_informer, &*endpoints_informer],
+                queue,
+                workers,
+                shutdown,
+                move |key: String| {
+                    let controller = controller.clone();
+                    async move { controller.sync(&key).await }
+                },
+            )
             .await;
         }) as super::Running))
     })

@@ -9,7 +9,7 @@ pub mod writer;
 
 use super::endpoint::pods::{self, HEADLESS_LABEL};
 use super::utils::services;
-use super::worker::run_workers;
+use super::worker::run_workers_when_synced;
 use super::{ControllerContext, InitResult};
 use client_go_rs::listers::{Lister, split_key};
 use client_go_rs::workqueue::RateLimitingQueue;
@@ -110,17 +110,22 @@ pub fn init(ctx: ControllerContext) -> BoxFuture<'static, InitResult> {
         let workers = ctx.settings.concurrent_service_endpoint_syncs;
         let shutdown = ctx.shutdown.clone();
         Ok(Some(Box::pin(async move {
-            if !service_informer.wait_for_cache_sync(&shutdown).await
-                || !pod_informer.wait_for_cache_sync(&shutdown).await
-                || !node_informer.wait_for_cache_sync(&shutdown).await
-                || !slice_informer.wait_for_cache_sync(&shutdown).await
-            {
-                return;
-            }
-            run_workers(NAME, queue, workers, shutdown, move |key: String| {
-                let controller = controller.clone();
-                async move { controller.sync(&key).await }
-            })
+            run_workers_when_synced(
+                NAME,
+                &[
+                    &*service_informer,
+                    &*pod_informer,
+                    &*node_informer,
+                    &*slice_informer,
+                ],
+                queue,
+                workers,
+                shutdown,
+                move |key: String| {
+                    let controller = controller.clone();
+                    async move { controller.sync(&key).await }
+                },
+            )
             .await;
         }) as super::Running))
     })

@@ -9,7 +9,7 @@ use super::endpointslice::tracker::Tracker;
 use super::endpointslice::writer;
 use super::endpointslice::{MANAGED_BY_LABEL, SERVICE_NAME_LABEL, managed_slices};
 use super::utils::services;
-use super::worker::run_workers;
+use super::worker::run_workers_when_synced;
 use super::{ControllerContext, InitResult};
 use client_go_rs::listers::{Lister, split_key};
 use client_go_rs::workqueue::RateLimitingQueue;
@@ -66,16 +66,17 @@ pub fn init(ctx: ControllerContext) -> BoxFuture<'static, InitResult> {
         let workers = ctx.settings.mirroring_concurrent_service_endpoint_syncs;
         let shutdown = ctx.shutdown.clone();
         Ok(Some(Box::pin(async move {
-            if !service_informer.wait_for_cache_sync(&shutdown).await
-                || !endpoints_informer.wait_for_cache_sync(&shutdown).await
-                || !slice_informer.wait_for_cache_sync(&shutdown).await
-            {
-                return;
-            }
-            run_workers(NAME, queue, workers, shutdown, move |key: String| {
-                let controller = controller.clone();
-                async move { controller.sync(&key).await }
-            })
+            run_workers_when_synced(
+                NAME,
+                &[&*service_informer, &*endpoints_informer, &*slice_informer],
+                queue,
+                workers,
+                shutdown,
+                move |key: String| {
+                    let controller = controller.clone();
+                    async move { controller.sync(&key).await }
+                },
+            )
             .await;
         }) as super::Running))
     })

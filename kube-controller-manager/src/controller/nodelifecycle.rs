@@ -8,7 +8,7 @@ pub(crate) mod taints;
 mod writes;
 mod zones;
 
-use super::worker::run_workers;
+use super::worker::{run_workers, run_workers_when_synced};
 use super::{ControllerContext, InitResult};
 use client_go_rs::informers::{EventHandlerFuncs, SharedInformer};
 use client_go_rs::listers::{IndexerError, object_key};
@@ -159,12 +159,7 @@ pub fn init_taint_eviction(ctx: ControllerContext) -> BoxFuture<'static, InitRes
         ));
         let shutdown = ctx.shutdown.clone();
         Ok(Some(Box::pin(async move {
-            if !nodes.wait_for_cache_sync(&shutdown).await
-                || !pods.wait_for_cache_sync(&shutdown).await
-            {
-                return;
-            }
-            run_workers(NAME, queue, 8, shutdown, move |key| {
+            run_workers_when_synced(NAME, &[&*nodes, &*pods], queue, 8, shutdown, move |key| {
                 let controller = controller.clone();
                 async move { controller.sync(key).await }
             })

@@ -7,7 +7,7 @@ mod kind;
 mod status;
 mod sync;
 
-use super::worker::run_workers;
+use super::worker::run_workers_when_synced;
 use super::{ControllerContext, InitResult};
 use crate::controller::utils::expectations::UidTrackingExpectations;
 use crate::controller::utils::pod_control::PodControl;
@@ -74,15 +74,17 @@ async fn start<T: ReplicatedSet>(
 
     let shutdown = ctx.shutdown.clone();
     Ok(Some(Box::pin(async move {
-        if !pod_informer.wait_for_cache_sync(&shutdown).await
-            || !set_informer.wait_for_cache_sync(&shutdown).await
-        {
-            return;
-        }
-        run_workers(T::CONTROLLER_NAME, queue, workers, shutdown, move |key| {
-            let controller = controller.clone();
-            async move { controller.sync(key).await }
-        })
+        run_workers_when_synced(
+            T::CONTROLLER_NAME,
+            &[&*pod_informer, &*set_informer],
+            queue,
+            workers,
+            shutdown,
+            move |key| {
+                let controller = controller.clone();
+                async move { controller.sync(key).await }
+            },
+        )
         .await;
     })))
 }

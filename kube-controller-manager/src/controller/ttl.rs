@@ -3,7 +3,7 @@
 
 mod boundaries;
 
-use super::worker::run_workers;
+use super::worker::run_workers_when_synced;
 use super::{ControllerContext, InitResult};
 use boundaries::{ANNOTATION, TtlState};
 use client_go_rs::informers::{Deleted, EventHandlerFuncs};
@@ -93,10 +93,7 @@ pub fn init(ctx: ControllerContext) -> BoxFuture<'static, InitResult> {
         );
         let shutdown = ctx.shutdown.clone();
         Ok(Some(Box::pin(async move {
-            if !nodes.wait_for_cache_sync(&shutdown).await {
-                return;
-            }
-            run_workers(NAME, queue, 5, shutdown, move |name| {
+            run_workers_when_synced(NAME, &[&*nodes], queue, 5, shutdown, move |name| {
                 let controller = controller.clone();
                 async move { controller.sync(name).await }
             })

@@ -1,7 +1,7 @@
 //! persistentvolume-protection-controller: a volume being deleted keeps
 //! `kubernetes.io/pv-protection` while it is Bound to a claim.
 
-use super::super::worker::run_workers;
+use super::super::worker::run_workers_when_synced;
 use super::super::{ControllerContext, InitResult, Running};
 use super::finalizers::{has_finalizer, with_finalizer, without_finalizer};
 use super::matching::volume_phase;
@@ -87,10 +87,7 @@ pub fn init(ctx: ControllerContext) -> BoxFuture<'static, InitResult> {
         );
         let shutdown = ctx.shutdown.clone();
         Ok(Some(Box::pin(async move {
-            if !volumes.wait_for_cache_sync(&shutdown).await {
-                return;
-            }
-            run_workers(NAME, queue, 1, shutdown, move |name| {
+            run_workers_when_synced(NAME, &[&*volumes], queue, 1, shutdown, move |name| {
                 let controller = controller.clone();
                 async move { controller.sync(name).await }
             })
