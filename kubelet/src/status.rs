@@ -2,25 +2,160 @@
 //! per pod, and written through `pods/status` when it changes (upstream's status manager).
 //! Owner: the core engineer.
 
-use k8s_openapi::api::core::v1::PodStatus;
-use parking_lot::RwLock;
+pub mod conditions;
+pub mod generate;
+pub mod patch;
+pub mod phase;
+pub mod qos;
+mod writer;
+
+use generate::ProbeView;
+use k8s_openapi::api::core::v1::{Pod, PodStatus};
+use parking_lot::{Mutex, RwLock};
 use std::collections::HashMap;
+use tokio::sync::mpsc;
+
+/// One pod's latest status and what the writer has done with it.
+#[derive(Clone)]
+struct Entry {
+    namespace: String,
+    name: String,
+    /// The static pod's status goes to its mirror pod (same name, its own uid).
+    is_static: bool,
+    status: PodStatus,
+    /// Bumped on every change; the writer records the version it wrote.
+    version: u64,
+    written: u64,
+    /// The pod's containers are gone: its API object may be deleted once the status is written.
+    deletable: bool,
+}
 
 /// The latest status the kubelet computed for each pod, by uid; the writer to the apiserver.
-#[derive(Default)]
 pub struct StatusManager {
-    statuses: RwLock<HashMap<String, PodStatus>>,
+    statuses: RwLock<HashMap<String, Entry>>,
+    /// Prober verdicts by container id.
+    readiness: RwLock<HashMap<String, bool>>,
+    startup: RwLock<HashMap<String, bool>>,
+    /// Wakes the writer with the uid of a changed status.
+    dirty_tx: mpsc::UnboundedSender<String>,
+    dirty_rx: Mutex<Option<mpsc::UnboundedReceiver<String>>>,
+    /// Pods whose probe verdicts changed, for the sync loop to regenerate their status.
+    probe_tx: mpsc::UnboundedSender<String>,
+    probe_rx: Mutex<Option<mpsc::UnboundedReceiver<String>>>,
+}
+
+impl Default for StatusManager {
+    fn default() -> Self {
+        let (dirty_tx, dirty_rx) = mpsc::unbounded_channel();
+        let (probe_tx, probe_rx) = mpsc::unbounded_channel();
+        Self {
+            statuses: RwLock::default(),
+            readiness: RwLock::default(),
+            startup: RwLock::default(),
+            dirty_tx,
+            dirty_rx: Mutex::new(Some(dirty_rx)),
+            probe_tx,
+            probe_rx: Mutex::new(Some(probe_rx)),
+        }
+    }
 }
 
 impl StatusManager {
     /// The last status computed for the pod with this uid.
     pub fn get_pod_status(&self, uid: &str) -> Option<PodStatus> {
-        self.statuses.read().get(uid).cloned()
+        self.statuses.read().get(uid).map(|e| e.status.clone())
+    }
+
+    /// Records the status computed for `pod`; the writer sends it if it changed. Returns
+    /// whether it changed.
+    pub fn set_pod_status(&self, pod: &Pod, status: PodStatus) -> bool {
+        let Some(uid) = pod.metadata.uid.clone() else {
+            return false;
+        };
+        let mut statuses = self.statuses.write();
+        let entry = statuses.entry(uid.clone()).or_insert_with(|| Entry {
+            namespace: pod.metadata.namespace.clone().unwrap_or_default(),
+            name: pod.metadata.name.clone().unwrap_or_default(),
+            is_static: crate::pod::is_static_pod(pod),
+            status: PodStatus::default(),
+            version: 0,
+            written: 0,
+            deletable: false,
+        });
+        let mut status = status;
+        // A terminal phase is final, whatever a later computation says.
+        if phase::is_terminal(entry.status.phase.as_deref()) && entry.status.phase != status.phase {
+            status.phase = entry.status.phase.clone();
+        }
+        if entry.version > 0 && entry.status == status {
+            return false;
+        }
+        entry.status = status;
+        entry.version += 1;
+        drop(statuses);
+        let _ = self.dirty_tx.send(uid);
+        true
+    }
+
+    /// The pod's containers and volumes are gone: once its final status is written, its API
+    /// object (when being deleted) is removed with grace 0, as upstream's status manager does.
+    pub fn mark_deletable(&self, uid: &str) {
+        if let Some(e) = self.statuses.write().get_mut(uid) {
+            e.deletable = true;
+        }
+        let _ = self.dirty_tx.send(uid.to_string());
+    }
+
+    /// Forgets a pod the kubelet no longer knows.
+    pub fn remove_pod(&self, uid: &str) {
+        self.statuses.write().remove(uid);
+    }
+
+    /// Uids with a status, for housekeeping.
+    pub fn known_uids(&self) -> Vec<String> {
+        self.statuses.read().keys().cloned().collect()
     }
 
     /// Records a readiness verdict for one container (from the prober) and syncs it.
-    pub fn set_container_readiness(&self, _pod_uid: &str, _container_id: &str, _ready: bool) {}
+    pub fn set_container_readiness(&self, pod_uid: &str, container_id: &str, ready: bool) {
+        let old = self
+            .readiness
+            .write()
+            .insert(container_id.to_string(), ready);
+        if old != Some(ready) {
+            let _ = self.probe_tx.send(pod_uid.to_string());
+        }
+    }
 
     /// Records a startup verdict for one container (from the prober) and syncs it.
-    pub fn set_container_startup(&self, _pod_uid: &str, _container_id: &str, _started: bool) {}
+    pub fn set_container_startup(&self, pod_uid: &str, container_id: &str, started: bool) {
+        let old = self
+            .startup
+            .write()
+            .insert(container_id.to_string(), started);
+        if old != Some(started) {
+            let _ = self.probe_tx.send(pod_uid.to_string());
+        }
+    }
+
+    /// Drops the verdicts of containers that no longer exist.
+    pub fn forget_containers(&self, keep: &dyn Fn(&str) -> bool) {
+        self.readiness.write().retain(|id, _| keep(id));
+        self.startup.write().retain(|id, _| keep(id));
+    }
+
+    /// The uids of pods whose probe verdicts changed; taken once, by the sync loop.
+    pub fn take_probe_updates(&self) -> Option<mpsc::UnboundedReceiver<String>> {
+        self.probe_rx.lock().take()
+    }
+}
+
+impl ProbeView for StatusManager {
+    fn ready(&self, container_id: &str) -> Option<bool> {
+        self.readiness.read().get(container_id).copied()
+    }
+
+    fn started(&self, container_id: &str) -> Option<bool> {
+        self.startup.read().get(container_id).copied()
+    }
 }
