@@ -3,6 +3,7 @@
 
 pub mod apiserver;
 pub mod bench;
+pub mod containerd;
 pub mod controller_manager;
 pub mod daemon;
 pub mod etcd;

@@ -1,0 +1,438 @@
+//! The kubelet's environment proved with raw CRI calls (no kubelet): a containerd per test
+//! started by `e2e::containerd`, the test images imported, CNI networking from the instance's
+//! own bridge and subnet, host networking, CRI log files, and the cleanup on drop.
+//!
+//! # The CRI call sequence that works here (containerd 1.6.20, cgroup v1, cgroupfs)
+//! 1. `RunPodSandbox{config}`: `metadata{name, uid, namespace, attempt}`, `hostname` (EMPTY
+//!    for hostNetwork), `log_directory` (absolute, created by the caller), `linux.cgroup_parent`
+//!    as a cgroupfs path (`/kt-x/kubepods/besteffort/pod<uid>`: runc creates the missing
+//!    parents in every hierarchy), `linux.security_context.namespace_options.network` = `POD`
+//!    (CNI) or `NODE` (host network, no CNI call).
+//! 2. `PodSandboxStatus`: `network.ip` is the CNI address (empty for host network).
+//! 3. `CreateContainer{pod_sandbox_id, config, sandbox_config}` with the SAME sandbox config:
+//!    `config.log_path` is relative to the sandbox's `log_directory` (`<name>/<attempt>.log`);
+//!    the image by the name it was imported under. Then `StartContainer`.
+//! 4. The log file is written as `<RFC3339Nano> stdout|stderr F|P <line>`.
+//! 5. `StopContainer{timeout}` (SIGTERM, SIGKILL after the timeout), `RemoveContainer`,
+//!    `StopPodSandbox` (CNI DEL, netns removed), `RemovePodSandbox`. runc removes each
+//!    container's cgroup; the pod-level parents are the caller's to remove.
+
+use e2e::containerd::{BUSYBOX_IMAGE, Containerd};
+use k8s_cri::v1::runtime_service_client::RuntimeServiceClient;
+use k8s_cri::v1::*;
+use std::net::Ipv4Addr;
+use std::path::Path;
+use std::time::{Duration, Instant};
+use tonic::transport::Channel;
+
+type Cri = RuntimeServiceClient<Channel>;
+
+/// A hang guard for polls, not a timing assertion.
+const PATIENCE: Duration = Duration::from_secs(30);
+
+async fn poll<T>(what: &str, mut check: impl AsyncFnMut() -> Result<T, String>) -> T {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        match check().await {
+            Ok(v) => return v,
+            Err(last) if Instant::now() > deadline => panic!("timed out on {what}: {last}"),
+            Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+        }
+    }
+}
+
+struct Pod {
+    config: PodSandboxConfig,
+    id: String,
+}
+
+/// A sandbox named `name` under the cgroup parent `cgroup_root`/kubepods/besteffort/pod<uid>.
+async fn run_sandbox(cri: &mut Cri, logs: &Path, cgroup_root: &str, name: &str, host: bool) -> Pod {
+    let uid = format!("uid-{name}-{}", std::process::id());
+    let log_directory = logs.join(format!("default_{name}_{uid}"));
+    std::fs::create_dir_all(&log_directory).unwrap();
+    let network = if host {
+        NamespaceMode::Node
+    } else {
+        NamespaceMode::Pod
+    };
+    let config = PodSandboxConfig {
+        metadata: Some(PodSandboxMetadata {
+            name: name.into(),
+            uid: uid.clone(),
+            namespace: "default".into(),
+            attempt: 0,
+        }),
+        // containerd refuses a hostname for a host-network sandbox.
+        hostname: if host { String::new() } else { name.into() },
+        log_directory: log_directory.display().to_string(),
+        linux: Some(LinuxPodSandboxConfig {
+            cgroup_parent: format!("{cgroup_root}/kubepods/besteffort/pod{uid}"),
+            security_context: Some(LinuxSandboxSecurityContext {
+                namespace_options: Some(NamespaceOption {
+                    network: network as i32,
+                    pid: NamespaceMode::Container as i32,
+                    ipc: NamespaceMode::Pod as i32,
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let id = cri
+        .run_pod_sandbox(RunPodSandboxRequest {
+            config: Some(config.clone()),
+            runtime_handler: String::new(),
+        })
+        .await
+        .unwrap_or_else(|e| panic!("RunPodSandbox {name}: {e}"))
+        .into_inner()
+        .pod_sandbox_id;
+    Pod { config, id }
+}
+
+async fn sandbox_ip(cri: &mut Cri, pod: &Pod) -> String {
+    let status = cri
+        .pod_sandbox_status(PodSandboxStatusRequest {
+            pod_sandbox_id: pod.id.clone(),
+            verbose: false,
+        })
+        .await
+        .expect("PodSandboxStatus")
+        .into_inner()
+        .status
+        .expect("a status");
+    assert_eq!(status.state, PodSandboxState::SandboxReady as i32);
+    status.network.map(|n| n.ip).unwrap_or_default()
+}
+
+/// Creates and starts a busybox container running `script`, returning its id.
+async fn run_busybox(cri: &mut Cri, pod: &Pod, name: &str, script: &str) -> String {
+    let config = ContainerConfig {
+        metadata: Some(ContainerMetadata {
+            name: name.into(),
+            attempt: 0,
+        }),
+        image: Some(ImageSpec {
+            image: BUSYBOX_IMAGE.into(),
+            ..Default::default()
+        }),
+        command: vec!["sh".into(), "-c".into(), script.into()],
+        log_path: format!("{name}/0.log"),
+        ..Default::default()
+    };
+    let id = cri
+        .create_container(CreateContainerRequest {
+            pod_sandbox_id: pod.id.clone(),
+            config: Some(config),
+            sandbox_config: Some(pod.config.clone()),
+        })
+        .await
+        .unwrap_or_else(|e| panic!("CreateContainer {name}: {e}"))
+        .into_inner()
+        .container_id;
+    cri.start_container(StartContainerRequest {
+        container_id: id.clone(),
+    })
+    .await
+    .unwrap_or_else(|e| panic!("StartContainer {name}: {e}"));
+    id
+}
+
+/// Waits for `line` on stdout in the CRI log file, checking each line's format.
+async fn wait_for_log_line(pod: &Pod, container: &str, line: &str) {
+    let path = Path::new(&pod.config.log_directory).join(format!("{container}/0.log"));
+    poll(&format!("{line:?} in {}", path.display()), async || {
+        let text = std::fs::read_to_string(&path).map_err(|e| e.to_string())?;
+        for entry in text.lines() {
+            let mut parts = entry.splitn(4, ' ');
+            let (time, stream, tag, msg) = (
+                parts.next().unwrap_or_default(),
+                parts.next().unwrap_or_default(),
+                parts.next().unwrap_or_default(),
+                parts.next().unwrap_or_default(),
+            );
+            assert!(
+                time.parse::<jiff::Timestamp>().is_ok() && ["stdout", "stderr"].contains(&stream),
+                "not a CRI log line: {entry:?}"
+            );
+            if stream == "stdout" && tag == "F" && msg == line {
+                return Ok(());
+            }
+        }
+        Err(text)
+    })
+    .await;
+}
+
+/// The container's host pid (from containerd's verbose status).
+async fn container_pid(cri: &mut Cri, id: &str) -> u32 {
+    let resp = cri
+        .container_status(ContainerStatusRequest {
+            container_id: id.into(),
+            verbose: true,
+        })
+        .await
+        .expect("ContainerStatus")
+        .into_inner();
+    let status = resp.status.expect("a status");
+    assert_eq!(status.state, ContainerState::ContainerRunning as i32);
+    let info: serde_json::Value =
+        serde_json::from_str(resp.info.get("info").expect("verbose info")).expect("json");
+    info["pid"].as_u64().expect("a pid") as u32
+}
+
+async fn stop_and_remove(cri: &mut Cri, pod: &Pod, containers: &[String]) {
+    for id in containers {
+        cri.stop_container(StopContainerRequest {
+            container_id: id.clone(),
+            timeout: 1,
+        })
+        .await
+        .expect("StopContainer");
+        cri.remove_container(RemoveContainerRequest {
+            container_id: id.clone(),
+        })
+        .await
+        .expect("RemoveContainer");
+    }
+    cri.stop_pod_sandbox(StopPodSandboxRequest {
+        pod_sandbox_id: pod.id.clone(),
+    })
+    .await
+    .expect("StopPodSandbox");
+    cri.remove_pod_sandbox(RemovePodSandboxRequest {
+        pod_sandbox_id: pod.id.clone(),
+    })
+    .await
+    .expect("RemovePodSandbox");
+}
+
+fn in_subnet(ip: &str, subnet: &str) -> bool {
+    let (net, bits) = subnet.split_once('/').expect("a CIDR");
+    let (Ok(ip), Ok(net), Ok(bits)) = (
+        ip.parse::<Ipv4Addr>(),
+        net.parse::<Ipv4Addr>(),
+        bits.parse::<u32>(),
+    ) else {
+        return false;
+    };
+    let mask = u32::MAX << (32 - bits);
+    u32::from(ip) & mask == u32::from(net) & mask
+}
+
+/// A cgroup root of the test's own, removed (deepest first, every hierarchy) on drop.
+struct CgroupRoot(String);
+
+impl CgroupRoot {
+    fn new() -> Self {
+        Self(format!("/kt-env-{}-{}", std::process::id(), rand_suffix()))
+    }
+}
+
+impl Drop for CgroupRoot {
+    fn drop(&mut self) {
+        let Ok(hierarchies) = std::fs::read_dir("/sys/fs/cgroup") else {
+            return;
+        };
+        for h in hierarchies.flatten() {
+            let top = h.path().join(self.0.trim_start_matches('/'));
+            let mut dirs = Vec::new();
+            collect_dirs(&top, &mut dirs);
+            dirs.sort_by_key(|d| std::cmp::Reverse(d.as_os_str().len()));
+            for d in dirs {
+                let _ = std::fs::remove_dir(d);
+            }
+        }
+    }
+}
+
+fn collect_dirs(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    if !dir.is_dir() {
+        return;
+    }
+    out.push(dir.to_path_buf());
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        if e.file_type().is_ok_and(|t| t.is_dir()) {
+            collect_dirs(&e.path(), out);
+        }
+    }
+}
+
+fn rand_suffix() -> u32 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or_default()
+}
+
+fn mounts_under(dir: &Path) -> Vec<String> {
+    let prefix = format!("{}/", dir.display());
+    std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.split(' ').nth(4))
+        .filter(|p| p.starts_with(&prefix))
+        .map(str::to_string)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cri_runs_networked_and_host_network_pods_with_logs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cgroups = CgroupRoot::new();
+    let started = Instant::now();
+    let containerd = Containerd::start(&tmp.path().join("containerd")).expect("containerd");
+    eprintln!("containerd start + image import: {:?}", started.elapsed());
+    let mut cri = Cri::new(containerd.cri_channel().await.expect("CRI channel"));
+
+    let version = cri
+        .version(VersionRequest {
+            version: "v1".into(),
+        })
+        .await
+        .expect("Version")
+        .into_inner();
+    assert_eq!(version.runtime_name, "containerd");
+    assert_eq!(version.runtime_api_version, "v1");
+
+    // A pod on the CNI bridge gets an address in this instance's subnet.
+    let logs = tmp.path().join("pod-logs");
+    let pod = run_sandbox(&mut cri, &logs, &cgroups.0, "web", false).await;
+    let ip = sandbox_ip(&mut cri, &pod).await;
+    assert!(
+        in_subnet(&ip, &containerd.cni_subnet()),
+        "{ip} not in {}",
+        containerd.cni_subnet()
+    );
+    let hello = run_busybox(&mut cri, &pod, "hello", "echo hello; sleep 3600").await;
+    wait_for_log_line(&pod, "hello", "hello").await;
+    let pid = container_pid(&mut cri, &hello).await;
+    // The container's cgroup is <parent>/<id> in each v1 hierarchy (cgroupfs driver).
+    let parent = pod.config.linux.as_ref().unwrap().cgroup_parent.clone();
+    let cgroup = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap();
+    let want = format!("{parent}/{hello}");
+    assert!(
+        cgroup
+            .lines()
+            .any(|l| l.ends_with(&format!(":memory:{want}"))),
+        "{want} not in {cgroup}"
+    );
+    // Its eth0 has the sandbox's address, seen from inside.
+    let addrs = run_busybox(
+        &mut cri,
+        &pod,
+        "addrs",
+        "ip -4 addr show eth0 | grep -o 'inet [0-9./]*'; sleep 3600",
+    )
+    .await;
+    wait_for_log_line(&pod, "addrs", &format!("inet {ip}/24")).await;
+
+    // A host-network pod: no CNI, the host's network namespace.
+    let host_pod = run_sandbox(&mut cri, &logs, &cgroups.0, "host", true).await;
+    assert_eq!(sandbox_ip(&mut cri, &host_pod).await, "");
+    let on_host = run_busybox(&mut cri, &host_pod, "c", "echo on-host; sleep 3600").await;
+    wait_for_log_line(&host_pod, "c", "on-host").await;
+    let host_pid = container_pid(&mut cri, &on_host).await;
+    assert_eq!(
+        std::fs::read_link(format!("/proc/{host_pid}/ns/net")).unwrap(),
+        std::fs::read_link("/proc/self/ns/net").unwrap(),
+        "a hostNetwork container shares the host's network namespace"
+    );
+
+    // Stop and remove: nothing of them is left in CRI, nor mounted.
+    stop_and_remove(&mut cri, &pod, &[hello.clone(), addrs]).await;
+    stop_and_remove(&mut cri, &host_pod, &[on_host]).await;
+    let left = cri
+        .list_pod_sandbox(ListPodSandboxRequest { filter: None })
+        .await
+        .unwrap()
+        .into_inner()
+        .items;
+    assert!(left.is_empty(), "sandboxes left: {left:?}");
+    let left = cri
+        .list_containers(ListContainersRequest { filter: None })
+        .await
+        .unwrap()
+        .into_inner()
+        .containers;
+    assert!(left.is_empty(), "containers left: {left:?}");
+    let netns: Vec<_> = std::fs::read_dir(containerd.state_dir().join("netns"))
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    assert!(netns.is_empty(), "network namespaces left: {netns:?}");
+    assert!(
+        !Path::new(&format!("/sys/fs/cgroup/memory{parent}/{hello}")).exists(),
+        "runc removes the container's cgroup"
+    );
+    assert!(is_zombie_or_gone(pid), "the container's process has ended");
+}
+
+fn is_zombie_or_gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_instances_run_at_once_and_drop_cleans_up_what_was_left_running() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cgroups = CgroupRoot::new();
+    let (a_dir, b_dir) = (tmp.path().join("a"), tmp.path().join("b"));
+    let (a, b) = std::thread::scope(|s| {
+        let a = s.spawn(|| Containerd::start(&a_dir));
+        let b = s.spawn(|| Containerd::start(&b_dir));
+        (a.join().unwrap(), b.join().unwrap())
+    });
+    let (a, b) = (a.expect("containerd a"), b.expect("containerd b"));
+    assert_ne!(a.cni_subnet(), b.cni_subnet());
+    assert_ne!(a.bridge(), b.bridge());
+    assert_ne!(a.endpoint(), b.endpoint());
+
+    let mut cri_a = Cri::new(a.cri_channel().await.unwrap());
+    let mut cri_b = Cri::new(b.cri_channel().await.unwrap());
+    let logs = tmp.path().join("pod-logs");
+    let pod_a = run_sandbox(&mut cri_a, &logs, &cgroups.0, "pa", false).await;
+    let pod_b = run_sandbox(&mut cri_b, &logs, &cgroups.0, "pb", false).await;
+    let ip_a = sandbox_ip(&mut cri_a, &pod_a).await;
+    let ip_b = sandbox_ip(&mut cri_b, &pod_b).await;
+    assert!(in_subnet(&ip_a, &a.cni_subnet()), "{ip_a}");
+    assert!(in_subnet(&ip_b, &b.cni_subnet()), "{ip_b}");
+    let c_a = run_busybox(&mut cri_a, &pod_a, "c", "echo a; sleep 3600").await;
+    wait_for_log_line(&pod_a, "c", "a").await;
+    let pid_a = container_pid(&mut cri_a, &c_a).await;
+
+    // Dropping `a` with its pod still running leaves nothing of it: no process, no mount, no
+    // bridge; `b` is untouched.
+    let (a_bridge, a_socket) = (a.bridge(), a.socket_path());
+    drop(cri_a);
+    drop(a);
+    poll("a's container to end", async || {
+        is_zombie_or_gone(pid_a)
+            .then_some(())
+            .ok_or_else(|| "running".to_string())
+    })
+    .await;
+    assert!(
+        mounts_under(&a_dir).is_empty(),
+        "{:?}",
+        mounts_under(&a_dir)
+    );
+    assert!(!Path::new("/sys/class/net").join(&a_bridge).exists());
+    let shims: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains(&a_socket.display().to_string()))
+        .collect();
+    assert!(shims.is_empty(), "processes of a left: {shims:?}");
+    assert_eq!(sandbox_ip(&mut cri_b, &pod_b).await, ip_b);
+    assert!(Path::new("/sys/class/net").join(b.bridge()).exists());
+    stop_and_remove(&mut cri_b, &pod_b, &[]).await;
+}
