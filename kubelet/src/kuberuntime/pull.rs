@@ -1,0 +1,137 @@
+//! Making sure a container's image is there (upstream's `EnsureImageExists`): the pull
+//! policy, pull secrets, the per-image pull backoff and upstream's waiting reasons.
+
+use super::RuntimeManager;
+use super::images::{PullPolicy, credentials_for, pull_policy, with_default_tag};
+use k8s_cri::v1 as cri;
+use k8s_openapi::api::core::v1::{Container, Pod, Secret};
+use std::time::SystemTime;
+
+/// A failed image step: (reason, message) as the container's waiting state shows it.
+pub type PullFailure = (&'static str, String);
+
+pub fn grpc_error_string(e: &tonic::Status) -> String {
+    format!("rpc error: code = {:?} desc = {}", e.code(), e.message())
+}
+
+impl RuntimeManager {
+    /// The image id to create the container from.
+    pub(super) async fn ensure_image(
+        &self,
+        pod: &Pod,
+        container: &Container,
+        secrets: &[Secret],
+        sandbox_config: &cri::PodSandboxConfig,
+    ) -> Result<String, PullFailure> {
+        let spec_image = container.image.clone().unwrap_or_default();
+        let image = with_default_tag(&spec_image).map_err(|e| {
+            (
+                "InvalidImageName",
+                format!("Failed to apply default image tag {spec_image:?}: couldn't parse image name {spec_image:?}: {e}"),
+            )
+        })?;
+        let present = self
+            .client
+            .image_status(&image)
+            .await
+            .map_err(|e| {
+                (
+                    "ImageInspectError",
+                    format!(
+                        "Failed to inspect image {spec_image:?}: {}",
+                        grpc_error_string(&e)
+                    ),
+                )
+            })?
+            .map(|i| i.id);
+        let policy = pull_policy(container.image_pull_policy.as_deref(), &spec_image);
+        let must_pull = match policy {
+            PullPolicy::Always => true,
+            PullPolicy::IfNotPresent => present.is_none(),
+            PullPolicy::Never => false,
+        };
+        if !must_pull {
+            return present.ok_or_else(|| {
+                (
+                    "ErrImageNeverPull",
+                    format!(
+                        "Container image {spec_image:?} is not present with pull policy of Never"
+                    ),
+                )
+            });
+        }
+        let key = format!(
+            "{}_{}",
+            pod.metadata.uid.as_deref().unwrap_or_default(),
+            spec_image
+        );
+        if self
+            .image_backoff
+            .lock()
+            .in_backoff_since_update(&key, SystemTime::now())
+        {
+            return Err((
+                "ImagePullBackOff",
+                format!("Back-off pulling image {spec_image:?}"),
+            ));
+        }
+        let result = {
+            // serializeImagePulls: one pull at a time, as upstream's serial puller.
+            let _serial = if self.options.serialize_image_pulls {
+                Some(self.pull_lock.lock().await)
+            } else {
+                None
+            };
+            self.pull_with_credentials(&image, secrets, sandbox_config)
+                .await
+        };
+        match result {
+            Ok(image_ref) => {
+                let mut backoff = self.image_backoff.lock();
+                backoff.reset(&key);
+                backoff.gc(SystemTime::now());
+                Ok(image_ref)
+            }
+            Err(e) => {
+                let now = SystemTime::now();
+                self.image_backoff.lock().next(&key, now, now);
+                Err(("ErrImagePull", grpc_error_string(&e)))
+            }
+        }
+    }
+
+    /// Tries each matching credential in turn, anonymously when none matches.
+    async fn pull_with_credentials(
+        &self,
+        image: &str,
+        secrets: &[Secret],
+        sandbox_config: &cri::PodSandboxConfig,
+    ) -> Result<String, tonic::Status> {
+        let creds = credentials_for(image, secrets);
+        let attempts: Vec<Option<cri::AuthConfig>> = if creds.is_empty() {
+            vec![None]
+        } else {
+            creds.into_iter().map(Some).collect()
+        };
+        let mut last = tonic::Status::unknown("no pull attempted");
+        for auth in attempts {
+            tracing::info!(image, "pulling image");
+            match self
+                .client
+                .pull_image(image, auth, Some(sandbox_config.clone()))
+                .await
+            {
+                Ok(image_ref) if !image_ref.is_empty() => return Ok(image_ref),
+                Ok(_) => {
+                    // Some runtimes answer without a ref: ask for the stored image's id.
+                    if let Ok(Some(i)) = self.client.image_status(image).await {
+                        return Ok(i.id);
+                    }
+                    last = tonic::Status::unknown(format!("image {image} missing after pull"));
+                }
+                Err(e) => last = e,
+            }
+        }
+        Err(last)
+    }
+}
