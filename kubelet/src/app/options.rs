@@ -17,6 +17,8 @@ use std::path::PathBuf;
     name = "kubelet",
     disable_help_flag = true,
     disable_version_flag = true,
+    // pflag semantics: a flag given twice takes its last value.
+    args_override_self = true,
     about = "The kubelet is the primary \"node agent\" that runs on each node.",
     long_about = "The kubelet is the primary \"node agent\" that runs on each node. It registers \
 the node with the apiserver and runs the pods bound to it through the container runtime."
