@@ -118,6 +118,16 @@ impl VolumeManager {
         *self.allocatable.write() = allocatable;
     }
 
+    /// The allocatable resources last given to [`VolumeManager::set_node_allocatable`].
+    pub fn node_allocatable(&self) -> Allocatable {
+        self.allocatable.read().clone()
+    }
+
+    /// Where the manager reads ConfigMaps, Secrets and tokens.
+    pub fn source(&self) -> &dyn ObjectSource {
+        self.source.as_ref()
+    }
+
     pub fn node_name(&self) -> &str {
         &self.node_name
     }
