@@ -134,7 +134,7 @@ pub async fn run(
             Ok(r) if r.exit_code == 0 => Ok(Verdict::ok(output_of(&r.stdout, &r.stderr))),
             Ok(r) => Ok(Verdict::fail(output_of(&r.stdout, &r.stderr))),
             Err(e) => {
-                let msg = format!("{e:#}");
+                let msg = format!("{e:#}").to_ascii_lowercase();
                 if msg.contains("deadline") || msg.contains("timed out") || msg.contains("timeout")
                 {
                     Ok(Verdict::fail(format!(

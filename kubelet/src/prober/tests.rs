@@ -278,3 +278,105 @@ async fn status_follows_probes_and_their_absence() {
     m.cleanup(&HashSet::from(["other".to_string()]));
     assert!(!m.has_worker("u1", "gated", ProbeKind::Startup));
 }
+
+/// A pod whose `main` container runs with the given id, probed over TCP on `port` at 127.0.0.1.
+fn tcp_pod(kind: ProbeKind, port: u16, failure_threshold: i32) -> Pod {
+    let probe = Probe {
+        tcp_socket: Some(TCPSocketAction {
+            port: IntOrString::Int(i32::from(port)),
+            ..Default::default()
+        }),
+        period_seconds: Some(1),
+        failure_threshold: Some(failure_threshold),
+        ..Default::default()
+    };
+    let mut c = Container {
+        name: "main".into(),
+        ..Default::default()
+    };
+    match kind {
+        ProbeKind::Liveness => c.liveness_probe = Some(probe),
+        ProbeKind::Readiness => c.readiness_probe = Some(probe),
+        ProbeKind::Startup => c.startup_probe = Some(probe),
+    }
+    pod_with(vec![c], vec![])
+}
+
+fn running_status(id: &str, started: bool) -> PodStatus {
+    let mut c = running("main", id);
+    c.started = Some(started);
+    PodStatus {
+        pod_ip: Some("127.0.0.1".into()),
+        container_statuses: Some(vec![c]),
+        ..Default::default()
+    }
+}
+
+async fn next(rx: &mut mpsc::UnboundedReceiver<ProbeUpdate>) -> ProbeUpdate {
+    tokio::time::timeout(Duration::from_secs(10), rx.recv())
+        .await
+        .expect("a probe update in time")
+        .expect("open")
+}
+
+#[tokio::test]
+async fn readiness_workers_follow_the_endpoint_and_the_container() {
+    let status = Arc::new(StatusManager::default());
+    let m = ProbeManager::build(None, status.clone());
+    let mut rx = m.subscribe();
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = l.local_addr().unwrap().port();
+    let pod = tcp_pod(ProbeKind::Readiness, port, 2);
+    status.set_pod_status(&pod, running_status("a", true));
+    m.add_pod(&pod);
+    let a = ContainerId::parse("containerd://a").unwrap();
+    // The initial verdict of readiness is failure, then the open port makes it ready.
+    assert_eq!(
+        next(&mut rx).await,
+        ("u1".to_string(), ProbeKind::Readiness, ProbeResult::Failure)
+    );
+    assert_eq!(next(&mut rx).await.2, ProbeResult::Success);
+    assert_eq!(m.readiness(&a), Some(ProbeResult::Success));
+    // Closed: failure after two consecutive failed probes.
+    drop(l);
+    assert_eq!(next(&mut rx).await.2, ProbeResult::Failure);
+    // A new container starts over from the initial verdict; its old results are dropped.
+    status.set_pod_status(&pod, running_status("b", true));
+    let b = ContainerId::parse("containerd://b").unwrap();
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while m.readiness(&b).is_none() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the worker follows the new container");
+    assert_eq!(m.readiness(&a), None);
+    m.remove_pod(&pod);
+}
+
+#[tokio::test]
+async fn liveness_failures_hold_until_a_new_container_and_wait_for_startup() {
+    let status = Arc::new(StatusManager::default());
+    let m = ProbeManager::build(None, status.clone());
+    let mut rx = m.subscribe();
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    drop(l);
+    let pod = tcp_pod(ProbeKind::Liveness, port, 1);
+    // Not started yet (a startup probe would gate it): liveness keeps its initial success.
+    status.set_pod_status(&pod, running_status("a", false));
+    m.add_pod(&pod);
+    assert_eq!(next(&mut rx).await.2, ProbeResult::Success);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(
+        m.liveness(&ContainerId::parse("containerd://a").unwrap()),
+        Some(ProbeResult::Success)
+    );
+    // Started: the closed port fails it at once (threshold 1).
+    status.set_pod_status(&pod, running_status("a", true));
+    assert_eq!(next(&mut rx).await.2, ProbeResult::Failure);
+    // The restarted container begins with success again.
+    status.set_pod_status(&pod, running_status("b", true));
+    assert_eq!(next(&mut rx).await.2, ProbeResult::Success);
+    m.remove_pod(&pod);
+}
