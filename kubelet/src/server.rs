@@ -3,9 +3,12 @@
 //! authenticated (client certificates, TokenReview) and authorized (SubjectAccessReview); and
 //! the read-only port. Owner: the server engineer.
 //!
-//! The core builds a [`KubeletServer`] from its [`HostInterface`] and serves it: the secure
-//! one with [`start_secure`] (TLS with the client CA), the read-only one with
-//! `component_base::serving::serve` on a plain listener.
+//! Wiring (the core, in the run phase): implement [`HostInterface`] for the kubelet, then
+//! `server::start(&config, host, debug_handlers, Some(client), shutdown)` starts the secure
+//! port (TLS with `authentication.x509.clientCAFile`, TokenReview/SubjectAccessReview through
+//! `client`) and the read-only port; `debug_handlers` supplies `/healthz` (add a `syncloop`
+//! check to it) and `/configz`. [`KubeletServer`], [`start_secure`] and [`start_read_only`]
+//! are the pieces, for other wirings.
 
 pub mod attributes;
 pub mod auth;
@@ -16,12 +19,14 @@ mod logs;
 mod pods;
 pub mod query;
 pub mod review;
+mod run;
 pub mod stats;
 mod streaming;
 
 pub use auth::{AuthConfig, AuthorizationMode, ServerAuth, UserInfo};
 pub use host::{HostInterface, RuntimeApi};
 pub use review::{ApiReviewer, Reviewer};
+pub use run::start;
 
 use self::http::{Body, error, not_found, with_type};
 use ::http::{Method, Request, Response, StatusCode};

@@ -56,13 +56,19 @@ impl<'a> Target<'a> {
 }
 
 /// The pod's uid, checked against the path's when it names one.
-fn pod_uid(host: &Arc<dyn HostInterface>, t: &Target<'_>) -> Result<String, Response<Body>> {
-    let pod = host
-        .pod_by_name(t.namespace, t.pod)
-        .ok_or_else(|| error(StatusCode::NOT_FOUND, "pod does not exist"))?;
+/// A refusal: the status and message to answer with.
+type Refusal = (StatusCode, String);
+
+fn refuse((status, message): Refusal) -> Response<Body> {
+    error(status, message)
+}
+
+fn pod_uid(host: &Arc<dyn HostInterface>, t: &Target<'_>) -> Result<String, Refusal> {
+    let missing = || (StatusCode::NOT_FOUND, "pod does not exist".to_string());
+    let pod = host.pod_by_name(t.namespace, t.pod).ok_or_else(missing)?;
     let uid = pod.metadata.uid.clone().unwrap_or_default();
     if t.uid.is_some_and(|u| u != uid) {
-        return Err(error(StatusCode::NOT_FOUND, "pod does not exist"));
+        return Err(missing());
     }
     Ok(uid)
 }
@@ -71,19 +77,19 @@ fn pod_uid(host: &Arc<dyn HostInterface>, t: &Target<'_>) -> Result<String, Resp
 async fn running_container(
     host: &Arc<dyn HostInterface>,
     t: &Target<'_>,
-) -> Result<ContainerId, Response<Body>> {
+) -> Result<ContainerId, Refusal> {
     let uid = pod_uid(host, t)?;
     let status = host
         .runtime()
         .get_pod_status(&uid, t.pod, t.namespace)
         .await
-        .map_err(|e| error(StatusCode::INTERNAL_SERVER_ERROR, format!("{e:#}")))?;
+        .map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, format!("{e:#}")))?;
     status
         .attempts(t.container)
         .find(|c| c.state == ContainerState::Running)
         .map(|c| c.id.clone())
         .ok_or_else(|| {
-            error(
+            (
                 StatusCode::INTERNAL_SERVER_ERROR,
                 format!("container not found ({:?})", t.container),
             )
@@ -111,7 +117,7 @@ pub async fn exec_or_attach(
     }
     let id = match running_container(host, &t).await {
         Ok(id) => id,
-        Err(response) => return response,
+        Err(refusal) => return refuse(refusal),
     };
     let runtime = host.runtime();
     let url = match kind {
@@ -143,7 +149,7 @@ pub async fn port_forward(
     };
     let uid = match pod_uid(host, &t) {
         Ok(uid) => uid,
-        Err(response) => return response,
+        Err(refusal) => return refuse(refusal),
     };
     let runtime = host.runtime();
     let sandbox = match runtime.get_pods(false).await {
@@ -182,7 +188,7 @@ pub async fn run(
     let cmd: Vec<String> = cmd.split(' ').map(str::to_string).collect();
     let id = match running_container(host, &t).await {
         Ok(id) => id,
-        Err(response) => return response,
+        Err(refusal) => return refuse(refusal),
     };
     match host.runtime().exec_sync(&id, &cmd, RUN_TIMEOUT).await {
         Ok(out) if out.exit_code == 0 => {
