@@ -239,6 +239,11 @@ impl Drop for Containerd {
     }
 }
 
+/// Unmounts everything mounted below `dir`, deepest first (volumes, overlays, shm, netns).
+pub fn unmount_under(dir: &Path) {
+    cleanup::unmount_under(dir);
+}
+
 /// The directory holding `pause.tar` and `busybox.tar` (built once by `hack/images/build.sh`,
 /// cached under `target/test-images`).
 pub fn test_images() -> anyhow::Result<PathBuf> {

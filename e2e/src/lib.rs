@@ -9,6 +9,7 @@ pub mod daemon;
 pub mod etcd;
 pub mod https;
 pub mod kubectl;
+pub mod kubelet;
 pub mod pki;
 pub mod python;
 pub mod scheduler;

@@ -436,3 +436,70 @@ async fn two_instances_run_at_once_and_drop_cleans_up_what_was_left_running() {
     assert!(Path::new("/sys/class/net").join(b.bridge()).exists());
     stop_and_remove(&mut cri_b, &pod_b, &[]).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_kubelet_harness_starts_kills_restarts_and_stops_a_kubelet() {
+    use e2e::kubelet::{Kubelet, http_get, start_apiserver};
+    let tmp = tempfile::tempdir().unwrap();
+    let (api, _pki) = start_apiserver(&tmp.path().join("api"), &[])
+        .await
+        .expect("apiserver");
+    let containerd = Containerd::start(&tmp.path().join("containerd")).expect("containerd");
+    let mut kubelet = Kubelet::start(
+        &tmp.path().join("kubelet"),
+        &api,
+        &containerd,
+        "env-node",
+        serde_json::json!({"syncFrequency": "5s"}),
+        &[],
+    )
+    .await
+    .expect("kubelet");
+
+    // The merged configuration is what the kubelet was given.
+    let config: serde_json::Value =
+        serde_yaml::from_str(&std::fs::read_to_string(kubelet.config_path()).unwrap()).unwrap();
+    assert_eq!(config["syncFrequency"], "5s");
+    assert_eq!(
+        config["containerRuntimeEndpoint"],
+        containerd.endpoint().as_str()
+    );
+    assert_eq!(config["cgroupRoot"], kubelet.cgroup_root());
+
+    // Its kubeconfig authenticates as the node, by a certificate the apiserver's CA signed.
+    assert!(kubelet.certs().node_identity);
+    let kubectl =
+        e2e::kubectl::Kubectl::upstream_with_kubeconfig(tmp.path(), &kubelet.certs().kubeconfig);
+    let who = kubectl.ok(&["auth", "whoami", "-o", "json"]);
+    let who: serde_json::Value = serde_json::from_str(&who).expect("whoami json");
+    assert_eq!(
+        who["status"]["userInfo"]["username"],
+        "system:node:env-node"
+    );
+    assert!(
+        who["status"]["userInfo"]["groups"]
+            .as_array()
+            .is_some_and(|g| g.iter().any(|g| g == "system:nodes")),
+        "{who}"
+    );
+
+    // Its API port serves a certificate for 127.0.0.1 from the same CA.
+    let addr = ([127, 0, 0, 1], kubelet.port()).into();
+    e2e::https::get(addr, &kubelet.certs().ca_file, "/healthz")
+        .await
+        .expect("TLS to the kubelet API with the CA's trust");
+
+    // kill -9, restart with the same configuration, then a clean stop.
+    kubelet.kill();
+    assert!(http_get(kubelet.healthz_port(), "/healthz").await.is_err());
+    kubelet.restart().await.expect("restart");
+    assert_eq!(
+        http_get(kubelet.healthz_port(), "/healthz")
+            .await
+            .unwrap()
+            .0,
+        200
+    );
+    let status = kubelet.stop().expect("stop");
+    assert!(status.success(), "{status}\n{}", kubelet.logs());
+}

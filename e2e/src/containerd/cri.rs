@@ -5,8 +5,8 @@ use anyhow::Context as _;
 use hyper_util::rt::TokioIo;
 use k8s_cri::v1::runtime_service_client::RuntimeServiceClient;
 use k8s_cri::v1::{
-    ListPodSandboxRequest, RemovePodSandboxRequest, StatusRequest, StopPodSandboxRequest,
-    VersionRequest,
+    ListPodSandboxRequest, PodSandboxStatusRequest, RemovePodSandboxRequest, StatusRequest,
+    StopPodSandboxRequest, VersionRequest,
 };
 use std::path::{Path, PathBuf};
 use tonic::transport::{Channel, Endpoint, Uri};
@@ -75,6 +75,40 @@ pub async fn remove_all(socket: PathBuf) -> anyhow::Result<()> {
             .await?;
         client
             .remove_pod_sandbox(RemovePodSandboxRequest { pod_sandbox_id: id })
+            .await?;
+    }
+    Ok(())
+}
+
+/// Stops and removes the pod sandboxes whose verbose status mentions `marker` (e.g. a
+/// kubelet's cgroup root in their cgroup parent).
+pub async fn remove_matching(socket: PathBuf, marker: String) -> anyhow::Result<()> {
+    let mut client = RuntimeServiceClient::new(channel(&socket).await?);
+    let sandboxes = client
+        .list_pod_sandbox(ListPodSandboxRequest { filter: None })
+        .await?
+        .into_inner()
+        .items;
+    for sandbox in sandboxes {
+        let status = client
+            .pod_sandbox_status(PodSandboxStatusRequest {
+                pod_sandbox_id: sandbox.id.clone(),
+                verbose: true,
+            })
+            .await?
+            .into_inner();
+        if !status.info.values().any(|v| v.contains(&marker)) {
+            continue;
+        }
+        client
+            .stop_pod_sandbox(StopPodSandboxRequest {
+                pod_sandbox_id: sandbox.id.clone(),
+            })
+            .await?;
+        client
+            .remove_pod_sandbox(RemovePodSandboxRequest {
+                pod_sandbox_id: sandbox.id,
+            })
             .await?;
     }
     Ok(())
