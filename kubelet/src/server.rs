@@ -3,7 +3,7 @@
 //! authenticated (client certificates, TokenReview) and authorized (SubjectAccessReview); and
 //! the read-only port. Owner: the server engineer.
 //!
-//! Wiring (the core, in the run phase): implement [`HostInterface`] for the kubelet, then
+//! Wiring (the core, in the run phase): `let host = Arc::new(KubeletHost::new(kubelet))`, then
 //! `server::start(&config, host, debug_handlers, Some(client), shutdown)` starts the secure
 //! port (TLS with `authentication.x509.clientCAFile`, TokenReview/SubjectAccessReview through
 //! `client`) and the read-only port; `debug_handlers` supplies `/healthz` (add a `syncloop`
@@ -15,6 +15,7 @@ pub mod auth;
 pub mod cri_log;
 pub mod host;
 pub mod http;
+mod kubelet_host;
 mod logs;
 mod pods;
 pub mod query;
@@ -25,6 +26,7 @@ mod streaming;
 
 pub use auth::{AuthConfig, AuthorizationMode, ServerAuth, UserInfo};
 pub use host::{HostInterface, RuntimeApi};
+pub use kubelet_host::KubeletHost;
 pub use review::{ApiReviewer, Reviewer};
 pub use run::start;
 
