@@ -257,37 +257,39 @@ impl VolumeManager {
         Ok(())
     }
 
-    /// Unmounts the pod's tmpfs volumes and removes `<root>/pods/<uid>` entirely (volumes,
-    /// `etc-hosts`, everything under it). hostPath volumes are never touched. For pods that
-    /// are gone: call it after their containers stopped.
+    /// Tears the pod's volumes down: unmounts everything mounted under `<root>/pods/<uid>`
+    /// (the Memory-backed volumes) and removes `<root>/pods/<uid>/volumes`. hostPath volumes
+    /// are never touched; the rest of the pod directory (`etc-hosts`, termination logs) is
+    /// left for the core's orphan cleanup, as upstream. Call it once the containers stopped.
     pub async fn unmount_pod_volumes(&self, uid: &str) -> anyhow::Result<()> {
         if uid.is_empty() || uid.contains('/') || uid.starts_with('.') {
             bail!("invalid pod uid {uid:?}");
         }
         let lock = self.pod_lock(uid);
-        let _guard = lock.lock().await;
+        let guard = lock.lock().await;
         let dir = pod_dir(&self.root_dir, uid);
         unmount_all_under(&dir)?;
-        match fs::remove_dir_all(&dir) {
+        let volumes = dir.join("volumes");
+        match fs::remove_dir_all(&volumes) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e).with_context(|| format!("removing {}", dir.display())),
+            Err(e) => return Err(e).with_context(|| format!("removing {}", volumes.display())),
         }
         self.tokens.forget_pod(uid);
-        drop(_guard);
+        drop(guard);
         self.pod_locks.lock().remove(uid);
         Ok(())
     }
 
-    /// The uids of the pods that have a directory under `<root>/pods`: the core compares
-    /// them with the pods it knows to clean up orphans.
+    /// The uids of the pods with a `volumes` directory under `<root>/pods/<uid>` (set up and
+    /// not torn down): the core compares them with the pods it knows to clean up orphans.
     pub fn pods_with_volumes(&self) -> Vec<String> {
         let Ok(entries) = fs::read_dir(self.root_dir.join("pods")) else {
             return Vec::new();
         };
         let mut out: Vec<String> = entries
             .flatten()
-            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .filter(|e| e.path().join("volumes").is_dir())
             .map(|e| e.file_name().to_string_lossy().into_owned())
             .collect();
         out.sort();

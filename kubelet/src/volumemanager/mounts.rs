@@ -41,7 +41,15 @@ pub fn is_mount_point(path: &Path) -> bool {
 
 /// Mounts a tmpfs on `dir` unless one is already there; `size` in bytes.
 pub fn ensure_tmpfs(dir: &Path, size: Option<u64>) -> anyhow::Result<()> {
-    if is_mount_point(dir) {
+    use std::os::unix::fs::MetadataExt as _;
+    // A mount on `dir` gives it another device than its parent: cheaper than mountinfo on
+    // every sync, with mountinfo as the answer when the parent cannot be read.
+    let dev = |p: &Path| std::fs::metadata(p).map(|m| m.dev()).ok();
+    let mounted = match (dev(dir), dir.parent().and_then(dev)) {
+        (Some(a), Some(b)) => a != b,
+        _ => is_mount_point(dir),
+    };
+    if mounted {
         return Ok(());
     }
     let opts = size.map(|s| format!("size={s}"));

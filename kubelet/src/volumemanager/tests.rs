@@ -256,7 +256,11 @@ async fn volumes_are_set_up_refreshed_mounted_and_torn_down() {
     assert_eq!(vm.pods_with_volumes(), vec!["uid-42".to_string()]);
     vm.unmount_pod_volumes("uid-42").await.unwrap();
     assert!(!is_mount_point(&mem));
-    assert!(!root.join("pods/uid-42").exists());
+    assert!(!root.join("pods/uid-42/volumes").exists());
+    assert!(
+        root.join("pods/uid-42/etc-hosts").exists(),
+        "the pod dir is the core's to remove"
+    );
     assert!(dir.path().join("made").is_dir(), "hostPath untouched");
     assert!(vm.pods_with_volumes().is_empty());
 }
