@@ -227,12 +227,12 @@ mod tests {
             ("all", None, false, None, None, "one\ntwo\nthree\nfour\n"),
             ("tail 1", None, false, None, Some(1), "four\n"),
             (
-                "tail 2 of raw lines",
+                "tail 2 joins partial lines",
                 None,
                 false,
                 None,
                 Some(2),
-                "e\nfour\n",
+                "three\nfour\n",
             ),
             ("tail 0", None, false, None, Some(0), ""),
             (

@@ -231,7 +231,7 @@ async fn endpoints_answer_as_upstream() {
         (Method::GET, "/containerLogs/ns/p/c?limitBytes=2", 200, "on"),
         (
             Method::GET,
-            "/containerLogs/ns/p/c?timestamps=true&tailLines=2",
+            "/containerLogs/ns/p/c?timestamps=true&tailLines=1",
             200,
             "2024-01-01T00:00:02.000000000Z two\n",
         ),
