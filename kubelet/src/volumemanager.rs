@@ -15,6 +15,7 @@ mod container_mounts;
 mod hostpath;
 mod manager;
 mod mounts;
+mod ownership;
 mod payload;
 mod token;
 
@@ -26,6 +27,7 @@ pub use manager::{
     CONFIG_MAP, DOWNWARD_API, EMPTY_DIR, PROJECTED, SECRET, VolumeManager, pod_dir, volume_host_dir,
 };
 pub use mounts::{is_mount_point, mount_points};
+pub use ownership::set_volume_ownership;
 pub use token::{TokenCache, requires_refresh};
 
 #[cfg(test)]

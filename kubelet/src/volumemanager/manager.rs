@@ -4,6 +4,7 @@
 use super::atomic_writer::write_atomic;
 use super::hostpath::check_host_path;
 use super::mounts::{ensure_tmpfs, unmount_all_under};
+use super::ownership::set_volume_ownership;
 use super::payload::{
     config_map_data, downward_payload, keyed_payload, projected_payload, secret_data,
 };
@@ -188,6 +189,12 @@ impl VolumeManager {
             fs::set_permissions(&dir, fs::Permissions::from_mode(0o777))?;
         }
         let ns = pod.metadata.namespace.clone().unwrap_or_default();
+        let fs_group = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.security_context.as_ref())
+            .and_then(|c| c.fs_group)
+            .and_then(|g| u32::try_from(g).ok());
         if let Some(ed) = &volume.empty_dir {
             if ed.medium.as_deref() == Some("Memory") {
                 let size = match &ed.size_limit {
@@ -203,6 +210,9 @@ impl VolumeManager {
                 ensure_tmpfs(&dir, size)?;
                 fs::set_permissions(&dir, fs::Permissions::from_mode(0o777))?;
             }
+            if fresh && let Some(group) = fs_group {
+                set_volume_ownership(&dir, group, false)?;
+            }
             return Ok(());
         }
         // Secrets and tokens stay off the disk, as upstream's memory-backed wrappers.
@@ -212,7 +222,7 @@ impl VolumeManager {
             tracing::warn!(volume = %volume.name, "no tmpfs for the volume, using disk: {e:#}");
         }
         let allocatable = self.allocatable.read().clone();
-        let payload = if let Some(c) = &volume.config_map {
+        let mut payload = if let Some(c) = &volume.config_map {
             let optional = c.optional == Some(true);
             let cm = self.source.config_map(&ns, &c.name).await?;
             if cm.is_none() && !optional {
@@ -247,12 +257,24 @@ impl VolumeManager {
                 &allocatable,
             )?
         } else if let Some(p) = &volume.projected {
-            projected_payload(p, pod, self.source.as_ref(), &self.tokens, &allocatable).await?
+            // With an fsGroup the token is 0600 and the group read bit comes from ownership.
+            let token_mode = fs_group.map(|_| 0o600);
+            let source = self.source.as_ref();
+            projected_payload(p, pod, source, &self.tokens, &allocatable, token_mode).await?
         } else {
             return Ok(());
         };
+        if fs_group.is_some() {
+            // The modes ownership gives, up front: the next comparison then sees no change.
+            for file in payload.values_mut() {
+                file.mode |= 0o440;
+            }
+        }
         if write_atomic(&dir, &payload)? {
             tracing::debug!(volume = %volume.name, pod = %uid, "volume contents updated");
+            if let Some(group) = fs_group {
+                set_volume_ownership(&dir, group, true)?;
+            }
         }
         Ok(())
     }

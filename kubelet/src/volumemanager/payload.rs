@@ -137,6 +137,7 @@ pub async fn projected_payload(
     source: &dyn ObjectSource,
     tokens: &TokenCache,
     allocatable: &Allocatable,
+    token_mode: Option<u32>,
 ) -> anyhow::Result<Payload> {
     let ns = pod.metadata.namespace.clone().unwrap_or_default();
     let default_mode = projected.default_mode;
@@ -186,7 +187,7 @@ pub async fn projected_payload(
                         t.path.clone(),
                         FileProjection {
                             data: token.into_bytes(),
-                            mode: mode(default_mode),
+                            mode: token_mode.unwrap_or_else(|| mode(default_mode)),
                         },
                     )])
                 })

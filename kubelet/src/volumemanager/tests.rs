@@ -334,3 +334,64 @@ async fn missing_objects_and_unsupported_volumes_fail_clearly() {
         "an optional missing configMap is an empty volume"
     );
 }
+
+#[tokio::test]
+async fn fs_group_owns_volumes_and_keeps_them_stable() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = Arc::new(FakeSource::default());
+    source.put_secret("ns", "sec", &[("password", "hunter2")]);
+    let vm = VolumeManager::new(dir.path(), source.clone(), "node-a");
+    let mut pod = test_pod(dir.path());
+    let spec = pod.spec.as_mut().unwrap();
+    spec.security_context = Some(k8s_openapi::api::core::v1::PodSecurityContext {
+        fs_group: Some(2345),
+        ..Default::default()
+    });
+    spec.volumes = Some(vec![
+        Volume {
+            secret: Some(SecretVolumeSource {
+                secret_name: Some("sec".into()),
+                default_mode: Some(0o400),
+                ..Default::default()
+            }),
+            ..vol("sec")
+        },
+        Volume {
+            projected: Some(ProjectedVolumeSource {
+                default_mode: None,
+                sources: Some(vec![VolumeProjection {
+                    service_account_token: Some(ServiceAccountTokenProjection {
+                        audience: None,
+                        expiration_seconds: None,
+                        path: "token".into(),
+                    }),
+                    ..Default::default()
+                }]),
+            }),
+            ..vol("proj")
+        },
+        Volume {
+            empty_dir: Some(EmptyDirVolumeSource::default()),
+            ..vol("scratch")
+        },
+    ]);
+    vm.mount_pod_volumes(&pod).await.unwrap();
+    let vols = dir.path().join("pods/uid-42/volumes");
+    use std::os::unix::fs::MetadataExt as _;
+    let sec_file = vols.join(SECRET).join("sec/password");
+    let token = vols.join(PROJECTED).join("proj/token");
+    let scratch = vols.join(EMPTY_DIR).join("scratch");
+    assert_eq!(std::fs::metadata(&sec_file).unwrap().gid(), 2345);
+    assert_eq!(mode_of(&sec_file), 0o440);
+    assert_eq!(mode_of(&token), 0o640, "0600 token plus group read");
+    assert_eq!(std::fs::metadata(&scratch).unwrap().gid(), 2345);
+    assert_eq!(mode_of(&scratch), 0o2777);
+    let data_dir = std::fs::read_link(vols.join(SECRET).join("sec/..data")).unwrap();
+    vm.mount_pod_volumes(&pod).await.unwrap();
+    assert_eq!(
+        std::fs::read_link(vols.join(SECRET).join("sec/..data")).unwrap(),
+        data_dir,
+        "an unchanged secret is not rewritten"
+    );
+    vm.unmount_pod_volumes("uid-42").await.unwrap();
+}
