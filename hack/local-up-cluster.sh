@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs a local cluster from this checkout. Today that is the apiserver, on its embedded store, the
-# scheduler and the controller manager (the kubelet and containerd join as their issue lands); it generates everything
+# scheduler, the controller manager and containerd with the test images (the kubelet joins as its
+# issue lands); needs root (containerd, CNI). It generates everything
 # under one folder (certificates, data, logs),
 # writes an admin kubeconfig the real kubectl can use, and stops everything on Ctrl-C or SIGTERM.
 #
@@ -111,6 +112,76 @@ pids+=($!)
   --service-account-private-key-file="$dir/certs/service-account.key" \
   >"$dir/logs/kube-controller-manager.log" 2>&1 &
 pids+=($!)
+
+# ----- containerd (the kubelet's runtime) -----
+# Same configuration as the tests' (hack/containerd, explained in e2e/src/containerd.rs), under
+# $dir/containerd, with the test images (hack/images) imported: no registry is reachable here.
+ctrd="$dir/containerd"
+containerd_sock="$ctrd/containerd.sock"
+containerd_endpoint="unix://$containerd_sock"
+pod_bridge=k8srs0
+pod_subnet=10.230.0.0/24
+mkdir -p "$ctrd/root" "$ctrd/state" "$ctrd/cni" "$ctrd/ipam" "$dir/logs"
+snapshotter=native
+probe=$(mktemp -d)
+mkdir -p "$probe/l" "$probe/u" "$probe/w" "$probe/m"
+if mount -t overlay overlay -o "lowerdir=$probe/l,upperdir=$probe/u,workdir=$probe/w" "$probe/m" 2>/dev/null; then
+  umount "$probe/m"
+  snapshotter=overlayfs
+fi
+rm -rf "$probe"
+sed -e "s#@ROOT@#$ctrd/root#g; s#@STATE@#$ctrd/state#g; s#@SOCKET@#$containerd_sock#g" \
+  -e "s#@CNI_CONF_DIR@#$ctrd/cni#g; s#@SNAPSHOTTER@#$snapshotter#g" \
+  "$root/hack/containerd/config.toml.in" >"$ctrd/config.toml"
+sed -e "s#@NETWORK@#k8s-rs-local#g; s#@BRIDGE@#$pod_bridge#g; s#@IPAM_DIR@#$ctrd/ipam#g" \
+  -e "s#@SUBNET@#$pod_subnet#g; s#@GATEWAY@#10.230.0.1#g" \
+  "$root/hack/containerd/10-bridge.conflist.in" >"$ctrd/cni/10-bridge.conflist"
+containerd --config "$ctrd/config.toml" >"$dir/logs/containerd.log" 2>&1 &
+containerd_pid=$!
+pids+=($containerd_pid)
+# What stopping containerd leaves: shims outlive it, containers outlive their shim, and their
+# mounts, network namespaces and bridge stay.
+cleanup_containerd() {
+  kill -TERM "$containerd_pid" 2>/dev/null || true
+  wait "$containerd_pid" 2>/dev/null || true
+  for ns_root in "$ctrd/state/runc"/*; do
+    [ -d "$ns_root" ] || continue
+    for id in $(runc --root "$ns_root" list -q 2>/dev/null); do
+      runc --root "$ns_root" delete --force "$id" >/dev/null 2>&1 || true
+    done
+  done
+  for shim in $(pgrep -f -- "-address $containerd_sock( |\$)" || true); do
+    args=$(tr '\0' '\n' <"/proc/$shim/cmdline" 2>/dev/null || true)
+    ns=$(echo "$args" | grep -A1 -x -- -namespace | tail -1)
+    id=$(echo "$args" | grep -A1 -x -- -id | tail -1)
+    kill -KILL "$shim" 2>/dev/null || true
+    # A killed shim leaves its socket, named as containerd names it.
+    rm -f "/run/containerd/s/$(printf '%s' "$containerd_sock/$ns/$id" | sha256sum | cut -d' ' -f1)"
+  done
+  { grep -o " $ctrd/[^ ]*" /proc/self/mountinfo || true; } | sort -r | while read -r m; do
+    umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
+  done
+  ip link del "$pod_bridge" 2>/dev/null || true
+}
+trap 'cleanup; cleanup_containerd' INT TERM EXIT
+for _ in $(seq 1 200); do
+  ctr -a "$containerd_sock" version >/dev/null 2>&1 && break
+  if ! kill -0 "$containerd_pid" 2>/dev/null; then
+    echo "containerd exited; its log:" >&2
+    cat "$dir/logs/containerd.log" >&2
+    exit 1
+  fi
+  sleep 0.05
+done
+images=$("$root/hack/images/build.sh")
+for image in pause busybox; do
+  ctr -a "$containerd_sock" -n k8s.io images import "$images/$image.tar" >/dev/null
+done
+
+# ----- kubelet -----
+# The integrator starts the kubelet HERE, with --container-runtime-endpoint="$containerd_endpoint"
+# (pods get addresses in $pod_subnet on the bridge $pod_bridge) and pids+=($!).
+# ----- end kubelet -----
 
 cat <<MSG
 Local cluster is running (logs in $dir/logs).

@@ -155,7 +155,8 @@ impl Containerd {
 
     /// Everything containerd has logged so far.
     pub fn logs(&self) -> String {
-        std::fs::read_to_string(self.dir.join("containerd.log")).unwrap_or_default()
+        let read = |name: &str| std::fs::read_to_string(self.dir.join(name)).unwrap_or_default();
+        read("containerd.log.1") + &read("containerd.log")
     }
 
     /// Imports an OCI or docker image tarball into the CRI namespace (`k8s.io`).
@@ -174,6 +175,32 @@ impl Containerd {
             String::from_utf8_lossy(&out.stderr)
         );
         Ok(())
+    }
+
+    /// kill -9 containerd alone: its shims and containers keep running, as when containerd
+    /// crashes under a kubelet.
+    pub fn kill(&mut self) {
+        // Dropping a Daemon sends SIGKILL and reaps the process.
+        self.daemon = None;
+    }
+
+    /// Starts containerd again on the same root, state and socket (after [`Containerd::kill`])
+    /// and waits until CRI is ready; the previous run's log moves to `containerd.log.1`.
+    pub fn restart(&mut self) -> anyhow::Result<()> {
+        anyhow::ensure!(self.daemon.is_none(), "containerd is still running");
+        let log = self.dir.join("containerd.log");
+        std::fs::rename(&log, log.with_extension("log.1"))?;
+        let args = vec![
+            "--config".to_string(),
+            self.dir.join("config.toml").display().to_string(),
+        ];
+        self.daemon = Some(Daemon::start(
+            Path::new("/usr/bin/containerd"),
+            &args,
+            &self.dir,
+        )?);
+        self.wait_ready()
+            .map_err(|e| anyhow::anyhow!("{e:#}\n----- containerd log -----\n{}", self.logs()))
     }
 
     /// A `ctr` command talking to this instance.

@@ -410,8 +410,22 @@ async fn two_instances_run_at_once_and_drop_cleans_up_what_was_left_running() {
     // Dropping `a` with its pod still running leaves nothing of it: no process, no mount, no
     // bridge; `b` is untouched.
     let (a_bridge, a_socket) = (a.bridge(), a.socket_path());
+    let shim_socket = {
+        use sha2::Digest as _;
+        let key = format!("{}/k8s.io/{}", a_socket.display(), pod_a.id);
+        let hash: String = sha2::Sha256::digest(key.as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        Path::new("/run/containerd/s").join(hash)
+    };
+    assert!(
+        shim_socket.exists(),
+        "the pod's shim listens on {shim_socket:?}"
+    );
     drop(cri_a);
     drop(a);
+    assert!(!shim_socket.exists(), "{shim_socket:?} is left");
     poll("a's container to end", async || {
         is_zombie_or_gone(pid_a)
             .then_some(())
@@ -502,4 +516,55 @@ async fn the_kubelet_harness_starts_kills_restarts_and_stops_a_kubelet() {
     );
     let status = kubelet.stop().expect("stop");
     assert!(status.success(), "{status}\n{}", kubelet.logs());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn drop_after_containerd_crashed_kills_shims_and_containers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cgroups = CgroupRoot::new();
+    let dir = tmp.path().join("containerd");
+    let mut containerd = Containerd::start(&dir).expect("containerd");
+    let mut cri = Cri::new(containerd.cri_channel().await.unwrap());
+    let pod = run_sandbox(
+        &mut cri,
+        &tmp.path().join("logs"),
+        &cgroups.0,
+        "crash",
+        false,
+    )
+    .await;
+    let id = run_busybox(&mut cri, &pod, "c", "echo up; sleep 3600").await;
+    wait_for_log_line(&pod, "c", "up").await;
+    let pid = container_pid(&mut cri, &id).await;
+    drop(cri);
+
+    // A restart picks the running pod back up.
+    containerd.kill();
+    containerd.restart().expect("restart");
+    let mut cri = Cri::new(containerd.cri_channel().await.unwrap());
+    assert_eq!(container_pid(&mut cri, &id).await, pid);
+    drop(cri);
+
+    // With containerd gone for good, drop cannot ask CRI: it kills what is left itself.
+    containerd.kill();
+    assert!(!is_zombie_or_gone(pid), "the container outlives containerd");
+    let bridge = containerd.bridge();
+    drop(containerd);
+    poll("the container to end", async || {
+        is_zombie_or_gone(pid)
+            .then_some(())
+            .ok_or_else(|| "running".to_string())
+    })
+    .await;
+    assert!(mounts_under(&dir).is_empty(), "{:?}", mounts_under(&dir));
+    assert!(!Path::new("/sys/class/net").join(&bridge).exists());
+    let socket = dir.join("containerd.sock").display().to_string();
+    let left: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains(&socket))
+        .collect();
+    assert!(left.is_empty(), "processes left: {left:?}");
 }

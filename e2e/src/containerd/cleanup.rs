@@ -30,15 +30,30 @@ pub fn kill_leftovers(socket: &Path, runc_root: &Path) {
                 .output();
         }
     }
-    for pid in shims_of(socket) {
+    for shim in shims_of(socket) {
         let _ = Command::new("kill")
-            .args(["-KILL", &pid.to_string()])
+            .args(["-KILL", &shim.pid.to_string()])
             .output();
+        // A shim removes its socket when told to shut down, not when killed. Its path is
+        // containerd's: /run/containerd/s/<sha256 of "<address>/<namespace>/<id>">.
+        use sha2::Digest as _;
+        let key = format!("{}/{}/{}", socket.display(), shim.namespace, shim.id);
+        let hash: String = sha2::Sha256::digest(key.as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        let _ = std::fs::remove_file(Path::new("/run/containerd/s").join(hash));
     }
 }
 
-/// The pids of `containerd-shim-runc-v2` processes whose `-address` is `socket`.
-fn shims_of(socket: &Path) -> Vec<u32> {
+struct Shim {
+    pid: u32,
+    namespace: String,
+    id: String,
+}
+
+/// The `containerd-shim-runc-v2` processes whose `-address` is `socket`.
+fn shims_of(socket: &Path) -> Vec<Shim> {
     let socket = socket.display().to_string();
     let Ok(procs) = std::fs::read_dir("/proc") else {
         return Vec::new();
@@ -55,7 +70,17 @@ fn shims_of(socket: &Path) -> Vec<u32> {
             let ours = args
                 .windows(2)
                 .any(|w| w[0] == b"-address" && w[1] == socket.as_bytes());
-            (is_shim && ours).then_some(pid)
+            let flag = |name: &[u8]| {
+                args.windows(2)
+                    .find(|w| w[0] == name)
+                    .map(|w| String::from_utf8_lossy(w[1]).into_owned())
+                    .unwrap_or_default()
+            };
+            (is_shim && ours).then(|| Shim {
+                pid,
+                namespace: flag(b"-namespace"),
+                id: flag(b"-id"),
+            })
         })
         .collect()
 }
