@@ -5,6 +5,7 @@ mod actions;
 mod backoff;
 mod container_config;
 mod cri;
+mod events;
 mod hooks;
 mod images;
 mod kill;
@@ -17,6 +18,7 @@ mod status;
 mod sync;
 
 pub use actions::{ContainerToKill, KillReason, PodActions, compute_pod_actions};
+pub use events::{EventRecorder, RuntimeEvent};
 pub use images::{ImageRef, parse_image};
 pub use labels::hash_container;
 pub use resources::{QosClass, qos_class};
@@ -130,6 +132,7 @@ pub struct RuntimeManager {
     /// ImagePullBackOff per pod and image.
     image_backoff: Mutex<Backoff>,
     pull_lock: tokio::sync::Mutex<()>,
+    events: parking_lot::RwLock<Option<EventRecorder>>,
 }
 
 impl RuntimeManager {
@@ -163,6 +166,7 @@ impl RuntimeManager {
             crash_backoff: Mutex::new(Backoff::kubelet_default()),
             image_backoff: Mutex::new(Backoff::kubelet_default()),
             pull_lock: tokio::sync::Mutex::new(()),
+            events: parking_lot::RwLock::new(None),
         })
     }
 

@@ -11,11 +11,12 @@ use kubelet::container::{
     RunContainerOptions, SandboxState,
 };
 use kubelet::kuberuntime::{
-    DnsConfig, PodSyncResult, RuntimeHelper, RuntimeManager, RuntimeOptions, SyncContext,
-    hash_container,
+    DnsConfig, PodSyncResult, RuntimeEvent, RuntimeHelper, RuntimeManager, RuntimeOptions,
+    SyncContext, hash_container,
 };
 use serde_json::json;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// A hang guard for polls, not a timing assertion.
@@ -119,6 +120,7 @@ fn collect_dirs(dir: &Path, out: &mut Vec<PathBuf>) {
 /// Field order is drop order: the runtime client, containerd, the cgroups, the temp dir.
 struct Env {
     runtime: RuntimeManager,
+    events: Arc<Mutex<Vec<RuntimeEvent>>>,
     helper: Helper,
     containerd: Containerd,
     _cgroups: CgroupRoot,
@@ -145,8 +147,12 @@ async fn env() -> Env {
     })
     .await
     .expect("connects to containerd");
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let sink = events.clone();
+    runtime.set_event_recorder(Arc::new(move |e| sink.lock().unwrap().push(e)));
     Env {
         runtime,
+        events,
         helper: Helper {
             cgroup_root: cgroup_root.clone(),
             dir: dir.path().to_path_buf(),
@@ -179,6 +185,15 @@ fn busybox(name: &str, script: &str) -> serde_json::Value {
 }
 
 impl Env {
+    /// (field path, reason) of every event so far.
+    fn event_reasons(&self) -> Vec<(String, &'static str)> {
+        let events = self.events.lock().unwrap();
+        events
+            .iter()
+            .map(|e| (e.field_path.clone(), e.reason))
+            .collect()
+    }
+
     async fn sync_with(&self, pod: &Pod, liveness: Option<ProbeResult>) -> PodSyncResult {
         let status = self.status(pod).await;
         let live = move |_: &ContainerId| liveness;
@@ -325,6 +340,20 @@ async fn init_container_then_app_runs_with_ip_and_liveness_restarts() {
     assert_eq!(attempts[1].exit_code, 137, "sleep ignores SIGTERM: killed");
     assert!(attempts[0].log_path.ends_with("/app/1.log"));
 
+    let reasons = env.event_reasons();
+    let app_events: Vec<&str> = reasons
+        .iter()
+        .filter(|(path, _)| path == "spec.containers{app}")
+        .map(|(_, r)| *r)
+        .collect();
+    assert_eq!(
+        app_events,
+        [
+            "Pulled", "Created", "Started", "Killing", "Pulled", "Created", "Started"
+        ]
+    );
+    assert!(reasons.contains(&("spec.initContainers{init}".to_string(), "Started")));
+
     let pods = env.runtime.get_pods(false).await.expect("get_pods");
     let running = pods
         .iter()
@@ -397,6 +426,10 @@ async fn always_policy_restarts_then_backs_off() {
         format!("back-off 10s restarting failed container=c pod=crash_default({uid})")
     );
     assert_eq!(env.status(&p).await.attempts("c").count(), 2);
+    assert!(
+        env.event_reasons()
+            .contains(&("spec.containers{c}".to_string(), "BackOff"))
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

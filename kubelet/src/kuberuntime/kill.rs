@@ -3,6 +3,7 @@
 
 use super::RuntimeManager;
 use super::actions::{KillReason, is_restartable_init};
+use super::events::{NORMAL, WARNING};
 use super::hooks::HookTarget;
 use super::labels::{self, annotated_info};
 use super::sandbox::pod_logs_directory;
@@ -72,6 +73,8 @@ pub struct KillRequest<'a> {
     pub reason: Option<KillReason>,
     pub grace_override: Option<i64>,
     pub pod_ip: Option<&'a str>,
+    /// Why, for the Killing event; `Stopping container <name>` when None.
+    pub message: Option<&'a str>,
 }
 
 impl RuntimeManager {
@@ -114,6 +117,13 @@ impl RuntimeManager {
                 }
             },
         };
+        if let Some(pod) = req.pod {
+            let message = req.message.map_or_else(
+                || format!("Stopping container {}", req.name),
+                str::to_string,
+            );
+            self.event(pod, container, NORMAL, "Killing", message);
+        }
         let mut elapsed = 0;
         if let Some(handler) = pre_stop.as_ref().filter(|_| grace > 0) {
             let ports = container.and_then(|c| c.ports.clone()).unwrap_or_default();
@@ -133,6 +143,9 @@ impl RuntimeManager {
                 Ok(Ok(())) => {}
                 Ok(Err(message)) => {
                     tracing::warn!(container = %req.id, %message, "preStop hook failed");
+                    if let Some(pod) = req.pod {
+                        self.event(pod, container, WARNING, "FailedPreStopHook", message);
+                    }
                 }
                 Err(_) => {
                     tracing::warn!(container = %req.id, grace, "preStop hook did not finish within the grace period");
@@ -183,6 +196,7 @@ impl RuntimeManager {
             reason: None,
             grace_override,
             pod_ip,
+            message: None,
         };
         let mut errors: Vec<String> = futures::future::join_all(
             regular

@@ -2,6 +2,7 @@
 //! policy, pull secrets, the per-image pull backoff and upstream's waiting reasons.
 
 use super::RuntimeManager;
+use super::events::{NORMAL, WARNING};
 use super::images::{PullPolicy, credentials_for, pull_policy, with_default_tag};
 use k8s_cri::v1 as cri;
 use k8s_openapi::api::core::v1::{Container, Pod, Secret};
@@ -24,24 +25,27 @@ impl RuntimeManager {
         sandbox_config: &cri::PodSandboxConfig,
     ) -> Result<String, PullFailure> {
         let spec_image = container.image.clone().unwrap_or_default();
+        let warn = |reason: &'static str, message: &str| {
+            self.event(pod, Some(container), WARNING, reason, message.to_string());
+        };
         let image = with_default_tag(&spec_image).map_err(|e| {
-            (
-                "InvalidImageName",
-                format!("Failed to apply default image tag {spec_image:?}: couldn't parse image name {spec_image:?}: {e}"),
-            )
+            let message = format!(
+                "Failed to apply default image tag {spec_image:?}: couldn't parse image name {spec_image:?}: {e}"
+            );
+            warn("InspectFailed", &message);
+            ("InvalidImageName", message)
         })?;
         let present = self
             .client
             .image_status(&image)
             .await
             .map_err(|e| {
-                (
-                    "ImageInspectError",
-                    format!(
-                        "Failed to inspect image {spec_image:?}: {}",
-                        grpc_error_string(&e)
-                    ),
-                )
+                let message = format!(
+                    "Failed to inspect image {spec_image:?}: {}",
+                    grpc_error_string(&e)
+                );
+                warn("InspectFailed", &message);
+                ("ImageInspectError", message)
             })?
             .map(|i| i.id);
         let policy = pull_policy(container.image_pull_policy.as_deref(), &spec_image);
@@ -51,13 +55,21 @@ impl RuntimeManager {
             PullPolicy::Never => false,
         };
         if !must_pull {
+            if present.is_some() {
+                self.event(
+                    pod,
+                    Some(container),
+                    NORMAL,
+                    "Pulled",
+                    format!("Container image {spec_image:?} already present on machine"),
+                );
+            }
             return present.ok_or_else(|| {
-                (
-                    "ErrImageNeverPull",
-                    format!(
-                        "Container image {spec_image:?} is not present with pull policy of Never"
-                    ),
-                )
+                let message = format!(
+                    "Container image {spec_image:?} is not present with pull policy of Never"
+                );
+                warn("ErrImageNeverPull", &message);
+                ("ErrImageNeverPull", message)
             });
         }
         let key = format!(
@@ -70,11 +82,19 @@ impl RuntimeManager {
             .lock()
             .in_backoff_since_update(&key, SystemTime::now())
         {
-            return Err((
-                "ImagePullBackOff",
-                format!("Back-off pulling image {spec_image:?}"),
-            ));
+            let message = format!("Back-off pulling image {spec_image:?}");
+            self.event(pod, Some(container), NORMAL, "BackOff", message.clone());
+            warn("Failed", "Error: ImagePullBackOff");
+            return Err(("ImagePullBackOff", message));
         }
+        self.event(
+            pod,
+            Some(container),
+            NORMAL,
+            "Pulling",
+            format!("Pulling image {spec_image:?}"),
+        );
+        let started = std::time::Instant::now();
         let result = {
             // serializeImagePulls: one pull at a time, as upstream's serial puller.
             let _serial = if self.options.serialize_image_pulls {
@@ -87,6 +107,16 @@ impl RuntimeManager {
         };
         match result {
             Ok(image_ref) => {
+                self.event(
+                    pod,
+                    Some(container),
+                    NORMAL,
+                    "Pulled",
+                    format!(
+                        "Successfully pulled image {spec_image:?} in {:.3}s",
+                        started.elapsed().as_secs_f64()
+                    ),
+                );
                 let mut backoff = self.image_backoff.lock();
                 backoff.reset(&key);
                 backoff.gc(SystemTime::now());
@@ -95,7 +125,13 @@ impl RuntimeManager {
             Err(e) => {
                 let now = SystemTime::now();
                 self.image_backoff.lock().next(&key, now, now);
-                Err(("ErrImagePull", grpc_error_string(&e)))
+                let message = grpc_error_string(&e);
+                warn(
+                    "Failed",
+                    &format!("Failed to pull image {spec_image:?}: {message}"),
+                );
+                warn("Failed", "Error: ErrImagePull");
+                Err(("ErrImagePull", message))
             }
         }
     }

@@ -196,7 +196,7 @@ impl RuntimeManager {
             }))
             .await
             .with_context(|| format!("listing sandboxes of pod {uid}"))?;
-        sandboxes.sort_by(|a, b| b.created_at.cmp(&a.created_at));
+        sandboxes.sort_by_key(|s| std::cmp::Reverse(s.created_at));
         let mut status = PodRuntimeStatus {
             uid: uid.to_string(),
             name: name.to_string(),
@@ -243,7 +243,7 @@ impl RuntimeManager {
         }
         status
             .containers
-            .sort_by(|a, b| b.created_at.cmp(&a.created_at));
+            .sort_by_key(|c| std::cmp::Reverse(c.created_at));
         Ok(status)
     }
 
@@ -309,8 +309,8 @@ impl RuntimeManager {
                 ));
             }
         }
-        sandbox_rows.sort_by(|a, b| b.3.cmp(&a.3));
-        container_rows.sort_by(|a, b| b.4.cmp(&a.4));
+        sandbox_rows.sort_by_key(|r| std::cmp::Reverse(r.3));
+        container_rows.sort_by_key(|r| std::cmp::Reverse(r.4));
         for (uid, id, state, _) in sandbox_rows {
             if let Some(p) = pods.get_mut(&uid) {
                 p.sandboxes.push((id, state));

@@ -4,6 +4,7 @@
 
 use super::actions::{PodActions, compute_pod_actions, is_restartable_init};
 use super::container_config::{ContainerInputs, container_config};
+use super::events::{NORMAL, WARNING};
 use super::hooks::HookTarget;
 use super::kill::{KillRequest, format_pod};
 use super::labels::hash_container;
@@ -113,6 +114,15 @@ impl RuntimeManager {
         let pod_ip = status.ips.first().cloned();
 
         if actions.kill_pod {
+            if actions.create_sandbox && !status.sandboxes.is_empty() {
+                self.event(
+                    pod,
+                    None,
+                    NORMAL,
+                    "SandboxChanged",
+                    "Pod sandbox changed, it will be killed and re-created.".into(),
+                );
+            }
             let running = running_pod(status);
             if let Err(e) = self
                 .kill_pod_inner(Some(pod), &running, None, pod_ip.as_deref())
@@ -137,6 +147,7 @@ impl RuntimeManager {
                         reason: Some(k.reason),
                         grace_override: None,
                         pod_ip: pod_ip.as_deref(),
+                        message: Some(&k.message),
                     })
                     .await;
                 if let Err(e) = killed {
@@ -178,6 +189,13 @@ impl RuntimeManager {
                     }
                 }
                 Err(e) => {
+                    self.event(
+                        pod,
+                        None,
+                        WARNING,
+                        "FailedCreatePodSandBox",
+                        format!("Failed to create pod sandbox: {e}"),
+                    );
                     result.errors.push(fail(
                         "",
                         "CreatePodSandboxError",
@@ -216,7 +234,7 @@ impl RuntimeManager {
         let inits = spec.init_containers.as_deref().unwrap_or_default();
         for &idx in &actions.init_containers_to_start {
             let Some(c) = inits.get(idx) else { continue };
-            if let Err(e) = self.start(env, c).await {
+            if let Err(e) = self.start_recorded(env, c).await {
                 result.errors.push(e);
                 // A failing plain init container blocks the rest; a sidecar does not.
                 if !is_restartable_init(c) {
@@ -228,10 +246,35 @@ impl RuntimeManager {
             let Some(c) = spec.containers.get(idx) else {
                 continue;
             };
-            if let Err(e) = self.start(env, c).await {
+            if let Err(e) = self.start_recorded(env, c).await {
                 result.errors.push(e);
             }
         }
+    }
+
+    /// `start`, with the events upstream records for its failures.
+    async fn start_recorded(&self, env: &StartEnv<'_>, c: &Container) -> Result<(), SyncError> {
+        let err = match self.start(env, c).await {
+            Ok(()) => return Ok(()),
+            Err(e) => e,
+        };
+        let (reason, message) = match err.reason.as_str() {
+            "CrashLoopBackOff" => (
+                "BackOff",
+                format!(
+                    "Back-off restarting failed container {} in pod {}",
+                    c.name, env.pod_desc
+                ),
+            ),
+            "PostStartHookError" => ("FailedPostStartHook", err.message.clone()),
+            "CreateContainerConfigError" | "CreateContainerError" | "RunContainerError" => {
+                ("Failed", format!("Error: {}", err.message))
+            }
+            // Image failures were recorded where they happened.
+            _ => return Err(err),
+        };
+        self.event(env.pod, Some(c), WARNING, reason, message);
+        Err(err)
     }
 
     /// The backoff check, then upstream's `startContainer`.
@@ -294,10 +337,24 @@ impl RuntimeManager {
             .create_container(env.sandbox_id, config, env.sandbox_config.clone())
             .await
             .map_err(|e| fail(&c.name, "CreateContainerError", grpc_message(&e)))?;
+        self.event(
+            env.pod,
+            Some(c),
+            NORMAL,
+            "Created",
+            format!("Created container: {}", c.name),
+        );
         self.client
             .start_container(&id)
             .await
             .map_err(|e| fail(&c.name, "RunContainerError", grpc_message(&e)))?;
+        self.event(
+            env.pod,
+            Some(c),
+            NORMAL,
+            "Started",
+            format!("Started container {}", c.name),
+        );
         let cid = crate::container::ContainerId {
             runtime: self.runtime_name.clone(),
             id,
@@ -320,6 +377,7 @@ impl RuntimeManager {
                         reason: None,
                         grace_override: None,
                         pod_ip: target.pod_ip,
+                        message: None,
                     })
                     .await;
                 if let Err(e) = killed {
