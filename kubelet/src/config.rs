@@ -70,6 +70,29 @@ pub struct Sources {
     pub http_check_frequency: Duration,
 }
 
+impl Sources {
+    /// The sources a kubelet configuration asks for: the apiserver when there is a client,
+    /// `staticPodPath` and `staticPodURL` (with `staticPodURLHeader`) when set.
+    pub fn from_config(config: &crate::app::config::Config, client: Option<kube::Client>) -> Self {
+        let k = &config.kubelet;
+        let node = config.node_name.clone();
+        let headers = k
+            .static_pod_url_header
+            .iter()
+            .flat_map(|(name, values)| values.iter().map(move |v| (name.clone(), v.clone())))
+            .collect();
+        Self {
+            apiserver: client.map(|c| (c, node.clone())),
+            static_pod_path: config.static_pod_path(),
+            file_check_frequency: k.file_check_frequency,
+            manifest_url: (!k.static_pod_url.is_empty())
+                .then(|| (k.static_pod_url.clone(), headers)),
+            http_check_frequency: k.http_check_frequency,
+            node_name: node,
+        }
+    }
+}
+
 /// Whether every configured source has delivered its first set: until then the kubelet must not
 /// treat pods missing from the sources as deleted. Cheap to clone and share.
 #[derive(Clone)]
