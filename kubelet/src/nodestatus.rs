@@ -180,3 +180,6 @@ impl NodeStatusManager {
         Ok(handle)
     }
 }
+
+#[cfg(test)]
+mod tests;
