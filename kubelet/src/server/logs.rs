@@ -75,6 +75,19 @@ pub async fn serve(
         options.limit_bytes.and_then(|n| u64::try_from(n).ok()),
     );
     let tail = options.tail_lines.and_then(|n| u64::try_from(n).ok());
+    // Opened before answering, so a missing file is an error status, not a cut stream.
+    let file = match tokio::fs::File::open(&path).await {
+        Ok(f) => f,
+        Err(e) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                format!(
+                    "failed to open log file {:?}: {e}",
+                    path.display().to_string()
+                ),
+            );
+        }
+    };
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, BoxError>>(16);
     let follower = Follower {
         path,
@@ -84,7 +97,7 @@ pub async fn serve(
         id,
         pod: (uid, pod_name.to_string(), namespace.to_string()),
     };
-    tokio::spawn(follower.run(tail, follow));
+    tokio::spawn(follower.run(file, tail, follow));
     let stream = futures::stream::unfold(rx, |mut rx| async move {
         rx.recv().await.map(|chunk| (chunk, rx))
     });
@@ -212,14 +225,18 @@ struct Follower {
 }
 
 impl Follower {
-    async fn run(mut self, tail: Option<u64>, follow: bool) {
-        if let Err(err) = self.stream(tail, follow).await {
+    async fn run(mut self, file: tokio::fs::File, tail: Option<u64>, follow: bool) {
+        if let Err(err) = self.stream(file, tail, follow).await {
             let _ = self.tx.send(Err(err.into())).await;
         }
     }
 
-    async fn stream(&mut self, tail: Option<u64>, follow: bool) -> std::io::Result<()> {
-        let mut file = tokio::fs::File::open(&self.path).await?;
+    async fn stream(
+        &mut self,
+        mut file: tokio::fs::File,
+        tail: Option<u64>,
+        follow: bool,
+    ) -> std::io::Result<()> {
         let mut data = Vec::new();
         file.read_to_end(&mut data).await?;
         let mut inode = file.metadata().await?.ino();
