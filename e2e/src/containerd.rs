@@ -81,6 +81,13 @@ impl Containerd {
         let images = test_images()?;
         std::fs::create_dir_all(dir)?;
         let dir = dir.canonicalize()?;
+        // sun_path holds 108 bytes; containerd also listens on `<socket>.ttrpc`.
+        let socket_len = dir.join("containerd.sock.ttrpc").as_os_str().len();
+        anyhow::ensure!(
+            socket_len < 100,
+            "{} is too deep for a unix socket path: use a shorter temp dir",
+            dir.display()
+        );
         let (slot, lock) = cni::claim_slot()?;
         let net = cni::Network::for_slot(slot);
         net.remove_leftovers();
