@@ -548,3 +548,30 @@ async fn image_and_config_failures_use_upstream_reasons() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn host_network_pod_keeps_its_sandbox() {
+    let env = env().await;
+    let p = pod(
+        "hostnet",
+        json!({"hostNetwork": true, "containers": [busybox("c", "exec sleep 3600")]}),
+    );
+    assert_eq!(env.sync(&p).await, PodSyncResult::default());
+    let s = env
+        .wait_for(&p, "the container to run", |s| {
+            state_of(s, "c") == Some(ContainerState::Running)
+        })
+        .await;
+    assert_eq!(s.sandboxes.len(), 1);
+    assert!(s.sandboxes[0].host_network, "{s:?}");
+    assert!(
+        s.ips.is_empty(),
+        "host network pods get the host's IPs from the kubelet"
+    );
+    // Nothing changed: the next sync keeps sandbox and container.
+    assert_eq!(env.sync(&p).await, PodSyncResult::default());
+    let again = env.status(&p).await;
+    assert_eq!(again.sandboxes.len(), 1);
+    assert_eq!(again.sandboxes[0].state, SandboxState::Ready);
+    assert_eq!(again.attempts("c").count(), 1);
+}
