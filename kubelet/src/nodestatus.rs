@@ -50,6 +50,18 @@ impl NodeRuntime for crate::kuberuntime::RuntimeManager {
     async fn status(&self) -> anyhow::Result<()> {
         crate::kuberuntime::RuntimeManager::status(self).await
     }
+
+    async fn images(&self) -> anyhow::Result<Vec<ContainerImage>> {
+        let images = crate::kuberuntime::RuntimeManager::list_images(self).await?;
+        Ok(images
+            .into_iter()
+            .filter(|(_, tags, _)| !tags.is_empty())
+            .map(|(_, tags, size)| ContainerImage {
+                names: Some(tags),
+                size_bytes: i64::try_from(size).ok(),
+            })
+            .collect())
+    }
 }
 
 /// The node-related settings, taken from [`Config`].

@@ -230,3 +230,14 @@ fn json_files_load() {
     .unwrap();
     assert_eq!(c.kubelet.port, 10251);
 }
+
+#[test]
+fn a_repeated_flag_takes_its_last_value() {
+    let c = config(
+        None,
+        &["--port=11000", "--port=11001", "--hostname-override=b"],
+    )
+    .unwrap();
+    assert_eq!(c.kubelet.port, 11001);
+    assert_eq!(c.node_name, "b");
+}
