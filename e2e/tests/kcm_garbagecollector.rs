@@ -341,6 +341,8 @@ async fn foreground_waits_for_blocking_dependents_and_orphan_keeps_them() {
         vec![cm_owner(&fg, true)],
     )
     .await;
+    gc_barrier(api, &configmaps(ns), json!({"metadata": {}})).await;
+    gc_barrier(api, &secrets(ns), json!({"metadata": {}})).await;
     delete(api, &owner_path, Some("Foreground")).await;
     assert_waiting_in_foreground(api, &owner_path).await;
     wait_gone(api, &plain_path).await;
@@ -539,6 +541,7 @@ async fn real_kubectl_cascade_foreground_and_orphan() {
                              "ownerReferences": [cm_owner(&fg, true)]}}),
     )
     .await;
+    gc_barrier(api, &configmaps(ns), json!({"metadata": {}})).await;
     k.ok(&[
         "delete",
         "configmap",
@@ -565,6 +568,7 @@ async fn real_kubectl_cascade_foreground_and_orphan() {
         vec![cm_owner(&or, true)],
     )
     .await;
+    gc_barrier(api, &secrets(ns), json!({"metadata": {}})).await;
     k.ok(&["delete", "configmap", "k-or", "-n", ns, "--cascade=orphan"]);
     wait_gone(api, &format!("{}/k-or", configmaps(ns))).await;
     let kept = must_get(api, &format!("{}/k-kept", secrets(ns))).await;
