@@ -109,8 +109,10 @@ mod tests {
             .expect("joins");
         assert_eq!(status.uid, "other");
         // An older observation does not replace a newer one.
-        let mut newer = PodRuntimeStatus::default();
-        newer.name = "new".into();
+        let newer = PodRuntimeStatus {
+            name: "new".into(),
+            ..Default::default()
+        };
         cache.set("u", newer, t0 + Duration::from_secs(2));
         cache.set(
             "u",

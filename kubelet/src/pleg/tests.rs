@@ -59,12 +59,13 @@ fn events_between_listings() {
     use ContainerState::*;
     use EventType::*;
     let ready = Some(SandboxState::Ready);
-    let cases: Vec<(
-        &str,
+    type Case = (
+        &'static str,
         Option<RuntimePod>,
         Option<RuntimePod>,
         Vec<PodLifecycleEvent>,
-    )> = vec![
+    );
+    let cases: Vec<Case> = vec![
         (
             "unchanged",
             Some(pod(ready, &[("a", Running)])),

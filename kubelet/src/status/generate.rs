@@ -17,6 +17,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 pub trait ProbeView {
     fn ready(&self, container_id: &str) -> Option<bool>;
     fn started(&self, container_id: &str) -> Option<bool>;
+    /// The prober's final say on `ready`/`started` of the container statuses, before the
+    /// conditions are derived from them.
+    fn update_pod_status(&self, _pod: &Pod, _status: &mut PodStatus) {}
 }
 
 /// Everything a status is made from.
@@ -219,6 +222,14 @@ pub fn generate(inp: &Inputs<'_>) -> PodStatus {
         old.container_statuses.as_deref().unwrap_or_default(),
         false,
     );
+    let mut probed = PodStatus {
+        init_container_statuses: Some(init),
+        container_statuses: Some(regular),
+        ..Default::default()
+    };
+    inp.probes.update_pod_status(inp.pod, &mut probed);
+    let init = probed.init_container_statuses.unwrap_or_default();
+    let regular = probed.container_statuses.unwrap_or_default();
     let mut phase = get_phase(spec, &init, &regular, inp.pod_is_terminal).to_string();
     if phase::is_terminal(old.phase.as_deref()) {
         phase = old.phase.clone().unwrap_or(phase);

@@ -199,14 +199,15 @@ mod tests {
 
     #[test]
     fn phases_follow_upstream() {
-        let cases: Vec<(
-            &str,
+        type Case = (
+            &'static str,
             PodSpec,
             Vec<ContainerStatus>,
             Vec<ContainerStatus>,
             bool,
-            &str,
-        )> = vec![
+            &'static str,
+        );
+        let cases: Vec<Case> = vec![
             (
                 "nothing yet",
                 spec("Always", &[], &["a"]),
