@@ -345,7 +345,7 @@ garbage\n\
 2024-01-01T00:00:00.4Z stdout F three\n";
         assert_eq!(cri_log_tail(log, 80, 2048), "one\ntwo\nthree\n");
         assert_eq!(cri_log_tail(log, 2, 2048), "two\nthree\n");
-        assert_eq!(cri_log_tail(log, 80, 5), "one\ntw");
+        assert_eq!(cri_log_tail(log, 80, 6), "one\ntw");
         assert_eq!(cri_log_tail(b"", 80, 2048), "");
     }
 
