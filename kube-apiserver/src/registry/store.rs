@@ -269,7 +269,7 @@ impl ResourceStore {
             },
             other => other.into(),
         })?;
-        Ok(codec::decode(&kv)?)
+        Ok(codec::written(object, &kv)?)
     }
 
     /// Sets the object's namespace from the request (cluster-scoped objects have none); a
@@ -399,7 +399,7 @@ impl ResourceStore {
             }
             self.admission_check(Some(&new), Some(old)).await?;
             let new = self.to_storage_version(new).await?;
-            if without_resource_version(&new) == without_resource_version(&stored) {
+            if same_but_resource_version(&new, &stored) {
                 // Upstream skips writes that change nothing: the resourceVersion stays.
                 return Ok(stored);
             }
@@ -424,7 +424,7 @@ impl ResourceStore {
                 .update(&key, codec::encode(&new)?, current.mod_revision)
                 .await
             {
-                Ok(kv) => return Ok(codec::decode(&kv)?),
+                Ok(kv) => return Ok(codec::written(new, &kv)?),
                 Err(StorageError::Conflict { .. }) => continue,
                 Err(StorageError::NotFound { .. }) => return Err(self.not_found(name)),
                 Err(err) => return Err(err.into()),
@@ -436,7 +436,12 @@ impl ResourceStore {
     /// Keeps what clients cannot change from `old`: uid and creationTimestamp when the client
     /// left them out (a different value is a validation error), and the deletion fields always.
     fn carry_system_fields(&self, new: &mut Value, old: &Value) {
-        let old_meta = old.get("metadata").cloned().unwrap_or(json!({}));
+        // Borrowed, not copied: the old metadata holds managedFields, often most of an object.
+        let empty = serde_json::Map::new();
+        let old_meta = old
+            .get("metadata")
+            .and_then(Value::as_object)
+            .unwrap_or(&empty);
         let m = meta_mut(new);
         for field in ["uid", "creationTimestamp"] {
             let missing = m.get(field).is_none_or(|v| v.is_null() || v == "");
@@ -550,7 +555,7 @@ impl ResourceStore {
                     .update(&key, codec::encode(&next)?, current.mod_revision)
                     .await
                 {
-                    Ok(kv) => return Ok(DeleteOutcome::Pending(codec::decode(&kv)?)),
+                    Ok(kv) => return Ok(DeleteOutcome::Pending(codec::written(next, &kv)?)),
                     Err(StorageError::Conflict { .. }) => continue,
                     Err(StorageError::NotFound { .. }) => return Err(self.not_found(name)),
                     Err(err) => return Err(err.into()),
@@ -616,4 +621,60 @@ fn without_resource_version(object: &Value) -> Value {
     let mut copy = object.clone();
     meta_mut(&mut copy).remove("resourceVersion");
     copy
+}
+
+/// Whether `a` and `b` are equal but for `metadata.resourceVersion` (a missing or non-object
+/// `metadata` counting as an empty one), compared in place: this runs on every update, and
+/// copies of both trees cost more than the comparison.
+fn same_but_resource_version(a: &Value, b: &Value) -> bool {
+    let (Some(a), Some(b)) = (a.as_object(), b.as_object()) else {
+        return without_resource_version(a) == without_resource_version(b);
+    };
+    type Map = serde_json::Map<String, Value>;
+    fn meta(object: &Map) -> impl Iterator<Item = (&String, &Value)> {
+        object
+            .get("metadata")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+            .filter(|(key, _)| *key != "resourceVersion")
+    }
+    fn rest(object: &Map) -> impl Iterator<Item = (&String, &Value)> {
+        object.iter().filter(|(key, _)| *key != "metadata")
+    }
+    rest(a).eq(rest(b)) && meta(a).eq(meta(b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The in-place comparison agrees with comparing copies without the resourceVersion.
+    #[test]
+    fn same_but_resource_version_matches_the_copying_comparison() {
+        let values = [
+            json!({"metadata": {"name": "a", "resourceVersion": "1"}, "spec": {"x": 1}}),
+            json!({"metadata": {"name": "a", "resourceVersion": "2"}, "spec": {"x": 1}}),
+            json!({"metadata": {"name": "a"}, "spec": {"x": 1}}),
+            json!({"metadata": {"name": "a"}, "spec": {"x": 2}}),
+            json!({"metadata": {"name": "b", "resourceVersion": "1"}, "spec": {"x": 1}}),
+            json!({"metadata": {}, "spec": {"x": 1}}),
+            json!({"metadata": {"resourceVersion": "3"}, "spec": {"x": 1}}),
+            json!({"spec": {"x": 1}}),
+            json!({"metadata": null, "spec": {"x": 1}}),
+            json!({"metadata": {"name": "a"}}),
+            json!({"metadata": {"name": "a"}, "status": {}}),
+            json!([1]),
+            json!(null),
+        ];
+        for a in &values {
+            for b in &values {
+                assert_eq!(
+                    same_but_resource_version(a, b),
+                    without_resource_version(a) == without_resource_version(b),
+                    "{a} vs {b}"
+                );
+            }
+        }
+    }
 }
