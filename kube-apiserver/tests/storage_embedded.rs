@@ -167,6 +167,65 @@ async fn watches_started_during_writes_have_no_gaps_or_duplicates() {
     }
 }
 
+/// Concurrent writes share commits (group commit), but each keeps its own outcome: writes that
+/// fail their own checks (an existing key, a lost compare-and-swap) fail alone, the others get
+/// distinct revisions, and watchers see exactly the successful ones, in revision order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_writes_committed_together_keep_their_own_outcomes() {
+    let (b, _dir) = fresh();
+    let start = b.current_revision().await.expect("rev");
+    let base = b
+        .create("/registry/cas", Bytes::from("0"))
+        .await
+        .expect("create")
+        .mod_revision;
+    let mut tasks = Vec::new();
+    for i in 0..96 {
+        let b = b.clone();
+        tasks.push(tokio::spawn(async move {
+            match i % 3 {
+                0 => {
+                    b.create(&format!("/registry/own/{i:03}"), Bytes::from("v"))
+                        .await
+                }
+                1 => b.create("/registry/dup", Bytes::from("v")).await,
+                _ => {
+                    b.update("/registry/cas", Bytes::from(i.to_string()), base)
+                        .await
+                }
+            }
+        }));
+    }
+    let mut revisions = Vec::new();
+    let (mut own, mut dup, mut cas) = (0, 0, 0);
+    for task in tasks {
+        match task.await.expect("task") {
+            Ok(kv) => {
+                revisions.push(kv.mod_revision);
+                match kv.key.as_str() {
+                    "/registry/dup" => dup += 1,
+                    "/registry/cas" => cas += 1,
+                    _ => own += 1,
+                }
+            }
+            Err(StorageError::AlreadyExists { key }) => assert_eq!(key, "/registry/dup"),
+            Err(StorageError::Conflict { key, .. }) => assert_eq!(key, "/registry/cas"),
+            Err(other) => panic!("unexpected error {other:?}"),
+        }
+    }
+    assert_eq!((own, dup, cas), (32, 1, 1));
+    revisions.sort_unstable();
+    let expected: Vec<i64> = (base + 1..=base + 34).collect();
+    assert_eq!(
+        revisions, expected,
+        "one revision per successful write, no gaps"
+    );
+    let mut watch = b.watch("/registry/", start).await.expect("watch");
+    for revision in std::iter::once(base).chain(expected) {
+        assert_eq!(next_event(&mut watch).await.revision(), revision);
+    }
+}
+
 /// Set by the durability test for the child process it starts (this same test binary).
 const CRASH_DIR_ENV: &str = "KUBE_APISERVER_CRASH_WRITER_DIR";
 

@@ -5,9 +5,16 @@
 //! at any kept revision. A read at revision 0 or less reads the latest state, as etcd does.
 //!
 //! redb is synchronous, so every transaction runs on tokio's blocking pool. Writers are
-//! serialized by one mutex held across the transaction and the broadcast of its event, so live
-//! events leave in revision order. A write is acknowledged only after its transaction committed
-//! with `Durability::Immediate` (fsync).
+//! serialized by one mutex held across the transaction and the broadcast of its events, so live
+//! events leave in revision order. A write is acknowledged only after a transaction holding it
+//! committed with `Durability::Immediate` (fsync).
+//!
+//! Group commit: writes queue up, and whichever blocking task takes the writer lock applies
+//! every queued write in one transaction, each at its own revision, and commits once. Under
+//! concurrent writers a commit (and its fsync) serves many writes instead of one; a lone write
+//! commits alone, as before. A write that fails its own check (a conflict, an existing key)
+//! changes nothing and fails alone; a failure of the database itself aborts the transaction
+//! and fails every write in it.
 //!
 //! Watches replay history from the `changes` table, then follow a broadcast channel of live
 //! events. A watcher that falls more than the channel's capacity behind gets
@@ -20,6 +27,8 @@ mod write;
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
+
+use tokio::sync::oneshot;
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -49,7 +58,39 @@ struct Inner {
     db: Database,
     /// One writer at a time, across commit and broadcast (see the module comment).
     writer: Mutex<()>,
+    /// Writes waiting for the next transaction, in arrival order.
+    queue: Mutex<Vec<Job>>,
     events: broadcast::Sender<Event>,
+}
+
+/// The most writes one transaction takes, so a commit's latency stays bounded under a flood.
+const MAX_BATCH: usize = 256;
+
+/// One queued write: run with the batch's tables (or the error that prevented the batch), it
+/// stages its outcome.
+type Job = Box<dyn FnOnce(Result<&mut Tables<'_>, &StorageError>) -> Staged + Send>;
+
+/// A write applied to the batch's transaction, waiting for the commit.
+struct Staged {
+    event: Option<Event>,
+    /// A failure of the database itself (not of the write's own checks): the transaction
+    /// cannot be committed.
+    fatal: Option<StorageError>,
+    /// Answers the writer once the batch's fate is known: Ok when its transaction committed.
+    reply: Box<dyn FnOnce(Result<(), StorageError>) + Send>,
+}
+
+/// Whether a write's error leaves the transaction as it was: these are all found by a write's
+/// checks before it changes anything.
+fn fails_alone(err: &StorageError) -> bool {
+    matches!(
+        err,
+        StorageError::NotFound { .. }
+            | StorageError::AlreadyExists { .. }
+            | StorageError::Conflict { .. }
+            | StorageError::Compacted { .. }
+            | StorageError::FutureRevision { .. }
+    )
 }
 
 impl EmbeddedBackend {
@@ -70,6 +111,7 @@ impl EmbeddedBackend {
             inner: Arc::new(Inner {
                 db,
                 writer: Mutex::new(()),
+                queue: Mutex::new(Vec::new()),
                 events,
             }),
         })
@@ -86,24 +128,132 @@ impl EmbeddedBackend {
             .map_err(join_err)?
     }
 
-    /// Runs a write transaction, then publishes its event, off the async threads.
+    /// Queues a write for the next transaction, makes sure a blocking task will commit it, and
+    /// answers once it is durable (or failed); its event is published at the commit.
     async fn write<T: Send + 'static>(
         &self,
         f: impl FnOnce(&mut Tables<'_>) -> Result<(T, Option<Event>), StorageError> + Send + 'static,
     ) -> Result<T, StorageError> {
-        let inner = self.inner.clone();
-        tokio::task::spawn_blocking(move || {
-            // The mutex guards no data, so a poisoned one is still a valid lock.
-            let _writer = inner.writer.lock().unwrap_or_else(|p| p.into_inner());
-            let (out, event) = in_write_txn(&inner.db, f)?;
-            if let Some(event) = event {
-                // No receivers is not an error: nobody is watching.
-                let _ = inner.events.send(event);
+        let (tx, rx) = oneshot::channel();
+        let job: Job = Box::new(move |tables| match tables.map(f) {
+            Ok(Ok((out, event))) => Staged {
+                event,
+                fatal: None,
+                reply: Box::new(move |committed| {
+                    let _ = tx.send(committed.map(|()| out));
+                }),
+            },
+            Ok(Err(err)) => Staged {
+                event: None,
+                fatal: (!fails_alone(&err)).then(|| err.clone()),
+                reply: Box::new(move |_| {
+                    let _ = tx.send(Err(err));
+                }),
+            },
+            Err(batch_err) => {
+                let _ = tx.send(Err(batch_err.clone()));
+                Staged {
+                    event: None,
+                    fatal: None,
+                    reply: Box::new(|_| {}),
+                }
             }
-            Ok(out)
+        });
+        lock(&self.inner.queue).push(job);
+        let inner = self.inner.clone();
+        // One task per write, so none is left behind; a task finding the queue emptied by an
+        // earlier one's batch has nothing to do.
+        tokio::task::spawn_blocking(move || inner.commit_queued())
+            .await
+            .map_err(join_err)?;
+        rx.await.unwrap_or_else(|_| {
+            Err(StorageError::Internal(
+                "embedded store: a write was dropped unanswered".into(),
+            ))
         })
-        .await
-        .map_err(join_err)?
+    }
+}
+
+/// Locks a mutex; the ones here guard nothing a panic could leave half-changed.
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Inner {
+    /// Applies the queued writes in transactions of at most [`MAX_BATCH`], each committed
+    /// before its writes are answered and their events published.
+    fn commit_queued(&self) {
+        let _writer = lock(&self.writer);
+        loop {
+            let batch: Vec<Job> = {
+                let mut queue = lock(&self.queue);
+                let take = queue.len().min(MAX_BATCH);
+                queue.drain(..take).collect()
+            };
+            if batch.is_empty() {
+                return;
+            }
+            self.commit_batch(batch);
+        }
+    }
+
+    fn commit_batch(&self, batch: Vec<Job>) {
+        let txn = match self.db.begin_write().map_err(db_err) {
+            Ok(txn) => txn,
+            Err(err) => {
+                for job in batch {
+                    job(Err(&err));
+                }
+                return;
+            }
+        };
+        let mut staged = Vec::with_capacity(batch.len());
+        let mut fatal = None;
+        {
+            let mut tables = Tables::open(&txn);
+            let mut jobs = batch.into_iter();
+            for job in jobs.by_ref() {
+                let tables = match &mut tables {
+                    Ok(tables) => Ok(tables),
+                    Err(err) => Err(&*err),
+                };
+                let done = job(tables);
+                let failed = done.fatal.clone();
+                staged.push(done);
+                if failed.is_some() {
+                    fatal = failed;
+                    break;
+                }
+            }
+            let prevented = match (&tables, &fatal) {
+                (Err(err), _) | (_, Some(err)) => Some(err.clone()),
+                _ => None,
+            };
+            if let Some(err) = prevented {
+                for job in jobs {
+                    job(Err(&err));
+                }
+                if fatal.is_none() {
+                    fatal = Some(err);
+                }
+            }
+        }
+        let outcome = match fatal {
+            Some(err) => {
+                let _ = txn.abort();
+                Err(err)
+            }
+            None => txn.commit().map_err(db_err),
+        };
+        for done in staged {
+            if outcome.is_ok()
+                && let Some(event) = done.event
+            {
+                // No receivers is not an error: nobody is watching.
+                let _ = self.events.send(event);
+            }
+            (done.reply)(outcome.clone());
+        }
     }
 }
 
@@ -197,7 +347,7 @@ impl Backend for EmbeddedBackend {
         tokio::task::spawn_blocking(move || {
             // Under the writer lock, the marker follows every committed write's event on the
             // broadcast, so a watch that forwards it has delivered everything before it.
-            let _writer = inner.writer.lock().unwrap_or_else(|p| p.into_inner());
+            let _writer = lock(&inner.writer);
             let revision = Snapshot::open(&inner.db)?.revision;
             let _ = inner.events.send(Event::Progress { revision });
             Ok(())

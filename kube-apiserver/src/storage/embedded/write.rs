@@ -44,7 +44,7 @@ pub(super) struct Tables<'t> {
 }
 
 impl<'t> Tables<'t> {
-    fn open(txn: &'t WriteTransaction) -> Result<Self, StorageError> {
+    pub(super) fn open(txn: &'t WriteTransaction) -> Result<Self, StorageError> {
         Ok(Self {
             meta: txn.open_table(META).map_err(db_err)?,
             latest: txn.open_table(LATEST).map_err(db_err)?,
