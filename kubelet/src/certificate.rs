@@ -65,14 +65,14 @@ pub async fn bootstrap_with(
     let cluster = kubeconfig::cluster(bootstrap)
         .with_context(|| format!("reading --bootstrap-kubeconfig {}", bootstrap.display()))?;
     let current = cert_dir.join(CURRENT_CLIENT_CERT);
-    if let Ok(pem) = std::fs::read(&current) {
-        if kubeconfig::certificate_valid_now(&pem).unwrap_or(false) {
-            tracing::info!(
-                "using the existing client certificate {}",
-                current.display()
-            );
-            return kubeconfig::write(kubeconfig, &cluster, &current);
-        }
+    if let Ok(pem) = std::fs::read(&current)
+        && kubeconfig::certificate_valid_now(&pem).unwrap_or(false)
+    {
+        tracing::info!(
+            "using the existing client certificate {}",
+            current.display()
+        );
+        return kubeconfig::write(kubeconfig, &cluster, &current);
     }
     tracing::info!(
         node = node_name,
@@ -171,10 +171,10 @@ pub async fn request_certificate(
                     );
                 }
             }
-            if let Some(cert) = &status.certificate {
-                if !cert.0.is_empty() {
-                    return Ok(cert.0.clone());
-                }
+            if let Some(cert) = &status.certificate
+                && !cert.0.is_empty()
+            {
+                return Ok(cert.0.clone());
             }
         }
         if Instant::now() >= deadline {

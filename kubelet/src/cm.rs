@@ -149,11 +149,11 @@ impl ContainerManager {
                 &limit.to_string(),
             )?;
         }
-        if let Some(pids) = r.pids_limit {
-            if self.fs.path("pids", &cgroup).is_dir() {
-                self.fs
-                    .write("pids", &cgroup, "pids.max", &pids.to_string())?;
-            }
+        if let Some(pids) = r.pids_limit
+            && self.fs.path("pids", &cgroup).is_dir()
+        {
+            self.fs
+                .write("pids", &cgroup, "pids.max", &pids.to_string())?;
         }
         Ok(())
     }

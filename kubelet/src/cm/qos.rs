@@ -33,10 +33,9 @@ fn quantities(
         if let Some(q) = list
             .and_then(|l| l.get(name))
             .and_then(|q| Quantity::parse(&q.0))
+            && !q.is_zero()
         {
-            if !q.is_zero() {
-                out.insert(name, q);
-            }
+            out.insert(name, q);
         }
     }
     out

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 /// Bytes as upstream prints a BinarySI amount: `Ki` when it divides evenly.
 fn bytes(n: u64) -> Quantity {
-    let text = if n % 1024 == 0 && n > 0 {
+    let text = if n.is_multiple_of(1024) && n > 0 {
         format!("{}Ki", n / 1024)
     } else {
         n.to_string()
