@@ -455,7 +455,12 @@ async fn two_instances_run_at_once_and_drop_cleans_up_what_was_left_running() {
 async fn the_kubelet_harness_starts_kills_restarts_and_stops_a_kubelet() {
     use e2e::kubelet::{Kubelet, http_get, start_apiserver};
     let tmp = tempfile::tempdir().unwrap();
-    let (api, _pki) = start_apiserver(&tmp.path().join("api"), &[])
+    // As a real cluster: the node is authorized by the Node authorizer and NodeRestriction.
+    let secure = [
+        "--authorization-mode=Node,RBAC",
+        "--enable-admission-plugins=NodeRestriction",
+    ];
+    let (api, _pki) = start_apiserver(&tmp.path().join("api"), &secure)
         .await
         .expect("apiserver");
     let containerd = Containerd::start(&tmp.path().join("containerd")).expect("containerd");
@@ -496,6 +501,23 @@ async fn the_kubelet_harness_starts_kills_restarts_and_stops_a_kubelet() {
             .is_some_and(|g| g.iter().any(|g| g == "system:nodes")),
         "{who}"
     );
+
+    // The kubelet itself gets through with those credentials: it registers its Node, which
+    // the Node authorizer lets only system:node:env-node read.
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let out = kubectl.run(&["get", "node", "env-node", "-o", "name"]);
+        if out.success {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the node never registered: {}\n{}",
+            out.stderr,
+            kubelet.logs()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 
     // Its API port serves a certificate for 127.0.0.1 from the same CA.
     let addr = ([127, 0, 0, 1], kubelet.port()).into();
