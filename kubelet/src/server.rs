@@ -144,9 +144,10 @@ impl KubeletServer {
                     .serve_path(&path, req.uri().query())
                     .await;
                 match health {
-                    Some(h) => error(
+                    Some(h) => with_type(
                         StatusCode::from_u16(h.status).unwrap_or(StatusCode::OK),
-                        h.body.trim_end(),
+                        "text/plain; charset=utf-8",
+                        http::full(h.body),
                     ),
                     None => not_found(),
                 }
