@@ -209,8 +209,13 @@ async fn volumes_and_env_reach_the_container_and_follow_updates() {
     let dir = tmp.path();
     let pki = Pki::new(&dir.join("pki"));
     let (sa_private, sa_public) = pki.service_account_keys();
+    // With service account keys the apiserver checks bearer tokens: the harness's own `e2e`
+    // token must then be a known (admin) user.
+    let tokens = dir.join("tokens.csv");
+    std::fs::write(&tokens, "e2e,e2e-admin,e2e-admin,\"system:masters\"\n").unwrap();
     let mut args = apiserver_flags(&pki);
     args.extend([
+        format!("--token-auth-file={}", tokens.display()),
         "--disable-admission-plugins=ServiceAccount".to_string(),
         "--service-account-issuer=https://kubernetes.default.svc.cluster.local".to_string(),
         format!("--service-account-key-file={}", sa_public.display()),
