@@ -10,6 +10,7 @@ mod hooks;
 mod images;
 mod kill;
 mod labels;
+mod logs;
 mod pull;
 mod resources;
 mod sandbox;

@@ -577,3 +577,60 @@ async fn host_network_pod_keeps_its_sandbox() {
     assert_eq!(again.sandboxes[0].state, SandboxState::Ready);
     assert_eq!(again.attempts("c").count(), 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn big_logs_rotate_and_the_runtime_reopens_them() {
+    let env = env().await;
+    // The same containerd, with a 1 KiB log limit and two files per container.
+    let rotating = RuntimeManager::connect(RuntimeOptions {
+        endpoint: env.containerd.endpoint(),
+        image_endpoint: String::new(),
+        request_timeout: Duration::from_secs(60),
+        pod_logs_dir: env.dir.path().join("pods"),
+        serialize_image_pulls: true,
+        container_log_max_size: 1024,
+        container_log_max_files: 2,
+    })
+    .await
+    .expect("connects");
+    let p = pod(
+        "chatty",
+        json!({"containers": [busybox("c", "i=0; while true; do echo line-$i-0123456789abcdef0123456789abcdef; i=$((i+1)); sleep 0.01; done")]}),
+    );
+    assert_eq!(env.sync(&p).await, PodSyncResult::default());
+    let log = PathBuf::from(
+        env.wait_for(&p, "a log over 1 KiB", |s| {
+            s.container("c")
+                .is_some_and(|c| std::fs::metadata(&c.log_path).is_ok_and(|m| m.len() > 1024))
+        })
+        .await
+        .container("c")
+        .unwrap()
+        .log_path
+        .clone(),
+    );
+    let rotated = || -> Vec<String> {
+        std::fs::read_dir(log.parent().unwrap())
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|n| n.starts_with("0.log."))
+            .collect()
+    };
+    for round in 1..=2 {
+        rotating.rotate_container_logs().await.expect("rotation");
+        assert_eq!(rotated().len(), 1, "round {round}: {:?}", rotated());
+        let deadline = Instant::now() + PATIENCE;
+        // The container goes on writing to a fresh file at the same path, past the limit again.
+        while !std::fs::metadata(&log).is_ok_and(|m| m.len() > 1024) {
+            assert!(Instant::now() < deadline, "no new log after rotation");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        // Rotated names have one-second resolution.
+        tokio::time::sleep(Duration::from_millis(1100)).await;
+    }
+    let fresh = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        fresh.lines().all(|l| l.contains(" stdout F line-")),
+        "{fresh}"
+    );
+}

@@ -219,6 +219,14 @@ impl CriClient {
             .ok_or_else(|| tonic::Status::internal(format!("container {id}: status is nil")))
     }
 
+    pub async fn reopen_container_log(&self, id: &str) -> Result<(), tonic::Status> {
+        let req = cri::ReopenContainerLogRequest {
+            container_id: id.to_string(),
+        };
+        bounded(self.timeout, self.rt().reopen_container_log(req)).await?;
+        Ok(())
+    }
+
     /// `timeout` zero means none (the runtime waits for the command); the call still ends
     /// after the request timeout past it.
     pub async fn exec_sync(
