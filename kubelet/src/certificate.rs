@@ -10,7 +10,6 @@ pub mod kubeconfig;
 
 use crate::app::config::Config;
 use anyhow::{Context, bail};
-use base64::Engine;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::certificates::v1::{
     CertificateSigningRequest, CertificateSigningRequestSpec,
@@ -119,11 +118,12 @@ pub fn key_and_request(node_name: &str) -> anyhow::Result<(String, String)> {
 }
 
 /// The CSR's name: a digest of the request, so a restarted kubelet finds its own pending
-/// request (upstream names them `node-csr-<digest>` the same way).
+/// request (upstream names them `node-csr-<digest>` the same way; hex keeps the name a valid
+/// DNS subdomain).
 fn csr_name(csr_pem: &str) -> String {
     let digest = Sha256::digest(csr_pem.as_bytes());
-    let encoded = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(digest);
-    format!("node-csr-{}", &encoded[..32])
+    let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
+    format!("node-csr-{hex}")
 }
 
 /// Creates the CSR and waits until it is issued (or denied, failed, or the wait ends).
