@@ -251,6 +251,18 @@ pub fn generate(inp: &Inputs<'_>) -> PodStatus {
     ] {
         conds.push(with_transition(c, old_conditions, inp.now));
     }
+    // A pod bound without the scheduler (nodeName set at creation) is scheduled all the same.
+    if !conds.iter().any(|c| c.type_ == conditions::SCHEDULED) {
+        conds.push(with_transition(
+            PodCondition {
+                type_: conditions::SCHEDULED.into(),
+                status: "True".into(),
+                ..Default::default()
+            },
+            old_conditions,
+            inp.now,
+        ));
+    }
 
     let host_network = spec.host_network == Some(true);
     let pod_ips: Vec<String> = if host_network {
