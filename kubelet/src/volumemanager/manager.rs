@@ -10,6 +10,7 @@ use super::payload::{
 };
 use super::token::TokenCache;
 use crate::envvars::{Allocatable, ObjectSource};
+use crate::kuberuntime::{EventRecorder, RuntimeEvent};
 use anyhow::{Context as _, bail};
 use k8s_openapi::api::core::v1::{Pod, Volume};
 use parking_lot::{Mutex, RwLock};
@@ -87,6 +88,7 @@ pub struct VolumeManager {
     tokens: TokenCache,
     /// One writer per pod: a sync and a resync never write the same volume at once.
     pod_locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    events: RwLock<Option<EventRecorder>>,
 }
 
 impl VolumeManager {
@@ -105,7 +107,29 @@ impl VolumeManager {
             allocatable: RwLock::new(Allocatable::new()),
             tokens: TokenCache::default(),
             pod_locks: Mutex::new(HashMap::new()),
+            events: RwLock::new(None),
         }
+    }
+
+    /// Installs the recorder for the `FailedMount` warnings upstream's volume manager emits
+    /// (`MountVolume.SetUp failed for volume "v" : ...`); none by default.
+    pub fn set_event_recorder(&self, recorder: EventRecorder) {
+        *self.events.write() = Some(recorder);
+    }
+
+    fn failed_mount(&self, pod: &Pod, message: &str) {
+        let Some(recorder) = self.events.read().clone() else {
+            return;
+        };
+        recorder(RuntimeEvent {
+            pod_uid: pod.metadata.uid.clone().unwrap_or_default(),
+            pod_name: pod.metadata.name.clone().unwrap_or_default(),
+            pod_namespace: pod.metadata.namespace.clone().unwrap_or_default(),
+            field_path: String::new(),
+            type_: "Warning",
+            reason: "FailedMount",
+            message: message.to_string(),
+        });
     }
 
     /// `clusterDomain`, used for the FQDN line of the pods' `/etc/hosts`.
@@ -155,10 +179,12 @@ impl VolumeManager {
         let mut errors = Vec::new();
         for volume in pod.spec.iter().flat_map(|s| s.volumes.iter().flatten()) {
             if let Err(e) = self.set_up(pod, uid, volume).await {
-                errors.push(format!(
+                let message = format!(
                     "MountVolume.SetUp failed for volume {:?} : {e:#}",
                     volume.name
-                ));
+                );
+                self.failed_mount(pod, &message);
+                errors.push(message);
             }
         }
         if !errors.is_empty() {

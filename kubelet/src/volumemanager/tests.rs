@@ -271,6 +271,12 @@ async fn missing_objects_and_unsupported_volumes_fail_clearly() {
     let source = Arc::new(FakeSource::default());
     source.put_config_map("ns", "cfg", &[("a", "1")]);
     let vm = VolumeManager::new(dir.path(), source, "node-a");
+    let events = Arc::new(parking_lot::Mutex::new(Vec::new()));
+    let sink = events.clone();
+    vm.set_event_recorder(Arc::new(move |e: crate::kuberuntime::RuntimeEvent| {
+        sink.lock()
+            .push(format!("{} {} {}", e.type_, e.reason, e.message));
+    }));
     let mut pod = test_pod(dir.path());
     let spec = pod.spec.as_mut().unwrap();
     spec.volumes = Some(vec![
@@ -324,6 +330,11 @@ async fn missing_objects_and_unsupported_volumes_fail_clearly() {
         "MountVolume.SetUp failed for volume \"e\" : hostPath type check failed: /nonexistent/kubelet-test is not a file",
     ];
     assert_eq!(err, want.join("; "));
+    let want_events: Vec<String> = want
+        .iter()
+        .map(|m| format!("Warning FailedMount {m}"))
+        .collect();
+    assert_eq!(*events.lock(), want_events);
     let optional = dir
         .path()
         .join("pods/uid-42/volumes")
