@@ -35,7 +35,7 @@
 //! # The CNI network (`hack/containerd/10-bridge.conflist.in`)
 //! A `bridge` plugin (own bridge `ktcni<N>`, `isGateway`, `ipMasq`, `hairpinMode`) with
 //! `host-local` IPAM on `10.231.<N>.0/24`, its `dataDir` in the temp dir, then `portmap` for
-//! hostPort. `<N>` is a slot held with a file lock under the system temp dir for the instance's
+//! hostPort. `<N>` is a slot held with a file lock under `/run/k8s-rs-e2e-cni` for the instance's
 //! life, so concurrent tests (even in different processes) get distinct bridges and subnets.
 
 mod cleanup;

@@ -12,8 +12,9 @@ const SLOTS: u16 = 250;
 /// Takes the first free slot; the lock is released when the returned file is closed (also when
 /// the process dies, so a crashed test frees its slot).
 pub fn claim_slot() -> anyhow::Result<(u16, File)> {
-    let dir = std::env::temp_dir().join("k8s-rs-e2e-cni");
-    std::fs::create_dir_all(&dir)?;
+    // One place for every process whatever its TMPDIR: bridges and subnets are host-wide.
+    let dir = Path::new("/run/k8s-rs-e2e-cni");
+    std::fs::create_dir_all(dir)?;
     for slot in 1..=SLOTS {
         let file = OpenOptions::new()
             .create(true)
