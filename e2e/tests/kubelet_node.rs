@@ -1,7 +1,7 @@
 //! The kubelet's Node end to end: our kubelet on a real containerd against our apiserver.
 //! It registers its Node (labels, taints, capacity, allocatable, nodeInfo, addresses), turns
 //! Ready with containerd's status, renews its Lease, creates the QoS cgroups under its
-//! cgroupRoot; with `--bootstrap-kubeconfig` it gets its client certificate through a CSR that
+//! cgroupRoot and a Guaranteed pod's cgroup with its limits (removed with the pod); with `--bootstrap-kubeconfig` it gets its client certificate through a CSR that
 //! kube-controller-manager approves and signs; a bad configuration file stops it with exit
 //! code 1 and the field named.
 
@@ -10,7 +10,7 @@ use e2e::controller_manager::ControllerManager;
 use e2e::kubelet::{Kubelet, start_apiserver};
 use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Node, NodeCondition};
+use k8s_openapi::api::core::v1::{Node, NodeCondition, Pod};
 use kube::api::Api;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -98,7 +98,7 @@ async fn ready_node(nodes: &Api<Node>, name: &str) -> Result<Node, String> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn node_registers_turns_ready_and_renews_its_lease() {
+async fn node_registers_turns_ready_renews_its_lease_and_has_pod_cgroups() {
     let dir = tempfile::tempdir().unwrap();
     let (api, pki) = start_apiserver(&dir.path().join("cluster"), &[])
         .await
@@ -249,6 +249,72 @@ async fn node_registers_turns_ready_and_renews_its_lease() {
             assert!(path.is_dir(), "{} missing\n{}", path.display(), logs());
         }
     }
+
+    // A Guaranteed pod gets its own cgroup under kubepods with its limits; it goes with the pod.
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let pod: Pod = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "limited"},
+        "spec": {
+            "nodeName": "node-e2e",
+            "terminationGracePeriodSeconds": 1,
+            "tolerations": [{"key": "dedicated", "operator": "Exists"}],
+            "containers": [{
+                "name": "main",
+                "image": e2e::containerd::BUSYBOX_IMAGE,
+                "imagePullPolicy": "IfNotPresent",
+                "command": ["sleep", "3600"],
+                "resources": {"limits": {"cpu": "100m", "memory": "32Mi"}},
+            }],
+        },
+    }))
+    .unwrap();
+    let uid = pods
+        .create(&Default::default(), &pod)
+        .await
+        .unwrap()
+        .metadata
+        .uid
+        .unwrap();
+    let cgroup = format!("{root}/kubepods/pod{uid}");
+    let read = |sub: &str, file: &str| {
+        std::fs::read_to_string(
+            Path::new("/sys/fs/cgroup")
+                .join(sub)
+                .join(&cgroup)
+                .join(file),
+        )
+        .map(|s| s.trim().to_string())
+        .map_err(|e| format!("{sub}/{cgroup}/{file}: {e}"))
+    };
+    poll("the pod's cgroup limits", &logs, async || {
+        let memory = read("memory", "memory.limit_in_bytes")?;
+        let quota = read("cpu", "cpu.cfs_quota_us")?;
+        if (memory.as_str(), quota.as_str()) == ("33554432", "10000") {
+            Ok(())
+        } else {
+            Err(format!("memory {memory}, quota {quota}"))
+        }
+    })
+    .await;
+    pods.delete("limited", &Default::default()).await.unwrap();
+    poll("the pod's cgroup removed", &logs, async || {
+        let gone = pods
+            .get_opt("limited")
+            .await
+            .map_err(|e| e.to_string())?
+            .is_none();
+        let dir = Path::new("/sys/fs/cgroup/memory").join(&cgroup);
+        if gone && !dir.exists() {
+            Ok(())
+        } else {
+            Err(format!(
+                "pod gone: {gone}, {} exists: {}",
+                dir.display(),
+                dir.exists()
+            ))
+        }
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
