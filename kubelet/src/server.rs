@@ -30,7 +30,7 @@ pub use kubelet_host::KubeletHost;
 pub use review::{ApiReviewer, Reviewer};
 pub use run::start;
 
-use self::http::{Body, error, not_found, with_type};
+use self::http::{Body, not_found, with_type};
 use ::http::{Method, Request, Response, StatusCode};
 use anyhow::Context;
 use component_base::debug::DebugHandlers;

@@ -173,7 +173,8 @@ mod tests {
 
     #[test]
     fn lines_parse_and_bad_ones_fail() {
-        let cases: &[(&str, Option<(&str, LogStream, &str)>)] = &[
+        type Case<'a> = (&'a str, Option<(&'a str, LogStream, &'a str)>);
+        let cases: &[Case] = &[
             (
                 "2024-01-01T00:00:01.5Z stdout F hello world",
                 Some(("2024-01-01T00:00:01.5Z", LogStream::Stdout, "hello world\n")),
@@ -223,7 +224,16 @@ mod tests {
 
     #[test]
     fn options_shape_the_output() {
-        let cases: &[(&str, Option<&str>, bool, Option<u64>, Option<u64>, &str)] = &[
+        // (name, since, timestamps, limitBytes, tailLines, output)
+        type Case<'a> = (
+            &'a str,
+            Option<&'a str>,
+            bool,
+            Option<u64>,
+            Option<u64>,
+            &'a str,
+        );
+        let cases: &[Case] = &[
             ("all", None, false, None, None, "one\ntwo\nthree\nfour\n"),
             ("tail 1", None, false, None, Some(1), "four\n"),
             (

@@ -379,7 +379,8 @@ mod tests {
 
     #[test]
     fn streaming_urls_split() {
-        let cases: &[(&str, Result<(&str, &str), ()>)] = &[
+        type Case<'a> = (&'a str, Result<(&'a str, &'a str), ()>);
+        let cases: &[Case] = &[
             (
                 "http://127.0.0.1:4321/exec/abc?x=1",
                 Ok(("127.0.0.1:4321", "/exec/abc?x=1")),
