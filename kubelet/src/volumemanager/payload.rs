@@ -207,3 +207,106 @@ pub async fn projected_payload(
     }
     Ok(payload)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::{ObjectFieldSelector, ResourceFieldSelector};
+
+    fn items(list: &[(&str, &str, Option<i32>)]) -> Vec<KeyToPath> {
+        list.iter()
+            .map(|(k, p, m)| KeyToPath {
+                key: k.to_string(),
+                path: p.to_string(),
+                mode: *m,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn keyed_payloads() {
+        let data: BTreeMap<String, Vec<u8>> = [("a", "1"), ("b", "2")]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.as_bytes().to_vec()))
+            .collect();
+        type Want = Result<Vec<(&'static str, &'static str, u32)>, &'static str>;
+        let cases: Vec<(Vec<KeyToPath>, Option<i32>, bool, Want)> = vec![
+            (
+                vec![],
+                None,
+                false,
+                Ok(vec![("a", "1", 0o644), ("b", "2", 0o644)]),
+            ),
+            (
+                vec![],
+                Some(0o400),
+                false,
+                Ok(vec![("a", "1", 0o400), ("b", "2", 0o400)]),
+            ),
+            (
+                items(&[("a", "x/y", Some(0o600)), ("b", "z", None)]),
+                Some(0o444),
+                false,
+                Ok(vec![("x/y", "1", 0o600), ("z", "2", 0o444)]),
+            ),
+            (
+                items(&[("c", "c", None)]),
+                None,
+                false,
+                Err("missing key: c"),
+            ),
+            (
+                items(&[("c", "c", None), ("a", "a", None)]),
+                None,
+                true,
+                Ok(vec![("a", "1", 0o644)]),
+            ),
+        ];
+        for (i, (list, default_mode, optional, want)) in cases.into_iter().enumerate() {
+            let got = keyed_payload(Some(&list), &data, default_mode, optional, "missing key")
+                .map(|p| {
+                    p.into_iter()
+                        .map(|(k, f)| (k, String::from_utf8(f.data).unwrap(), f.mode))
+                        .collect::<Vec<_>>()
+                })
+                .map_err(|e| e.to_string());
+            let want = want
+                .map(|v| {
+                    v.into_iter()
+                        .map(|(k, d, m)| (k.to_string(), d.to_string(), m))
+                        .collect()
+                })
+                .map_err(String::from);
+            assert_eq!(got, want, "case {i}");
+        }
+    }
+
+    #[test]
+    fn downward_errors_are_joined() {
+        let pod = Pod::default();
+        let file =
+            |path: &str, field: Option<&str>, resource: Option<&str>| DownwardAPIVolumeFile {
+                path: path.into(),
+                field_ref: field.map(|f| ObjectFieldSelector {
+                    api_version: None,
+                    field_path: f.into(),
+                }),
+                resource_field_ref: resource.map(|r| ResourceFieldSelector {
+                    container_name: Some("gone".into()),
+                    divisor: None,
+                    resource: r.into(),
+                }),
+                mode: None,
+            };
+        let items = vec![
+            file("ok", Some("metadata.name"), None),
+            file("bad", Some("spec.nodeName"), None),
+            file("cpu", None, Some("limits.cpu")),
+        ];
+        let err = downward_payload(&items, &pod, None, &Allocatable::new()).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "unsupported fieldPath: spec.nodeName, container gone not found"
+        );
+    }
+}
