@@ -4,6 +4,7 @@
 mod actions;
 mod backoff;
 mod container_config;
+mod credentials;
 mod cri;
 mod events;
 mod hooks;
@@ -15,6 +16,7 @@ mod pull;
 mod resources;
 mod sandbox;
 mod security;
+mod start;
 mod status;
 mod sync;
 

@@ -2,8 +2,9 @@
 //! policy, pull secrets, the per-image pull backoff and upstream's waiting reasons.
 
 use super::RuntimeManager;
+use super::credentials::credentials_for;
 use super::events::{NORMAL, WARNING};
-use super::images::{PullPolicy, credentials_for, pull_policy, with_default_tag};
+use super::images::{PullPolicy, pull_policy, with_default_tag};
 use k8s_cri::v1 as cri;
 use k8s_openapi::api::core::v1::{Container, Pod, Secret};
 use std::time::SystemTime;
