@@ -634,3 +634,30 @@ async fn big_logs_rotate_and_the_runtime_reopens_them() {
         "{fresh}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_pulls_back_off() {
+    let env = env().await;
+    let mut missing = busybox("missing", "true");
+    missing["image"] = json!("registry.invalid/none/not-there:1");
+    let p = pod("pull", json!({"containers": [missing]}));
+    let r = env.sync(&p).await;
+    assert_eq!(r.errors.len(), 1, "{r:?}");
+    assert_eq!(r.errors[0].reason, "ErrImagePull", "{r:?}");
+    assert!(
+        r.errors[0].message.starts_with("rpc error: code = "),
+        "{r:?}"
+    );
+    // The next sync within 10 s does not pull again.
+    let r = env.sync(&p).await;
+    assert_eq!(
+        (r.errors[0].reason.as_str(), r.errors[0].message.as_str()),
+        (
+            "ImagePullBackOff",
+            "Back-off pulling image \"registry.invalid/none/not-there:1\""
+        )
+    );
+    let reasons = env.event_reasons();
+    assert!(reasons.contains(&("spec.containers{missing}".to_string(), "Pulling")));
+    assert!(reasons.contains(&("spec.containers{missing}".to_string(), "BackOff")));
+}
