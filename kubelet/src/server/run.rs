@@ -57,3 +57,33 @@ pub async fn start(
     }
     Ok(running)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_configuration_stanzas_map_to_auth_settings() {
+        let defaults = AuthConfig::from_kubelet_config(&KubeletConfiguration::default()).unwrap();
+        assert_eq!(defaults.authorization, AuthorizationMode::Webhook);
+        assert!(defaults.webhook_authentication && !defaults.anonymous);
+        assert_eq!(defaults.client_ca_file, None);
+        assert_eq!(defaults.authorized_ttl, std::time::Duration::from_secs(300));
+        assert_eq!(
+            defaults.unauthorized_ttl,
+            std::time::Duration::from_secs(30)
+        );
+
+        let mut c = KubeletConfiguration::default();
+        c.authorization.mode = "AlwaysAllow".into();
+        c.authentication.anonymous.enabled = true;
+        c.authentication.x509.client_ca_file = "/ca.crt".into();
+        let auth = AuthConfig::from_kubelet_config(&c).unwrap();
+        assert_eq!(auth.authorization, AuthorizationMode::AlwaysAllow);
+        assert!(auth.anonymous);
+        assert_eq!(auth.client_ca_file, Some(PathBuf::from("/ca.crt")));
+
+        c.authorization.mode = "RBAC".into();
+        assert!(AuthConfig::from_kubelet_config(&c).is_err());
+    }
+}
