@@ -378,6 +378,14 @@ impl Default for KubeletConfiguration {
 /// Decodes a config file (YAML or JSON). An unknown field is an error naming it with its path,
 /// as upstream's strict decoding does.
 pub fn decode(text: &str) -> anyhow::Result<KubeletConfiguration> {
+    // Defaulting would fill them in: upstream refuses a file that does not say what it is.
+    let raw: serde_yaml::Value =
+        serde_yaml::from_str(text).map_err(|e| anyhow::anyhow!("failed to decode: {e}"))?;
+    for key in ["apiVersion", "kind"] {
+        if raw.get(key).is_none() {
+            anyhow::bail!("failed to decode: Object '{key}' is missing");
+        }
+    }
     let config: KubeletConfiguration = serde_yaml::from_str(text).map_err(|err| {
         let message = err.to_string();
         match unknown_field(&message) {

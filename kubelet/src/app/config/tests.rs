@@ -189,6 +189,7 @@ fn invalid_values_are_refused() {
             "apiVersion: v1\nkind: KubeletConfiguration\n".to_string(),
             "registered",
         ),
+        ("port: 10250\n".to_string(), "'apiVersion' is missing"),
         (
             format!("{HEADER}registerWithTaints: [{{key: a, effect: Bad}}]\n"),
             "effect",
