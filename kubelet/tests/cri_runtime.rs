@@ -661,3 +661,26 @@ async fn failed_pulls_back_off() {
     assert!(reasons.contains(&("spec.containers{missing}".to_string(), "Pulling")));
     assert!(reasons.contains(&("spec.containers{missing}".to_string(), "BackOff")));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_limit_is_enforced_as_oom_killed() {
+    let env = env().await;
+    let mut hog = busybox("hog", "exec tail /dev/zero");
+    hog["resources"] = json!({"limits": {"memory": "64Mi"}});
+    let p = pod(
+        "hog",
+        json!({"restartPolicy": "Never", "containers": [hog]}),
+    );
+    assert_eq!(env.sync(&p).await, PodSyncResult::default());
+    let s = env
+        .wait_for(&p, "the hog to be killed", |s| {
+            state_of(s, "hog") == Some(ContainerState::Exited)
+        })
+        .await;
+    let c = s.container("hog").unwrap();
+    assert_eq!(
+        (c.reason.as_str(), c.exit_code),
+        ("OOMKilled", 137),
+        "{c:?}"
+    );
+}
