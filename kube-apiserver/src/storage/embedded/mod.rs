@@ -9,8 +9,9 @@
 //! events leave in revision order. A write is acknowledged only after a transaction holding it
 //! committed with `Durability::Immediate` (fsync).
 //!
-//! Group commit: writes queue up, and whichever blocking task takes the writer lock applies
-//! every queued write in one transaction, each at its own revision, and commits once. Under
+//! Group commit: writes queue up, and one blocking task at a time (started by the write that
+//! finds none running) applies every queued write in one transaction, each at its own
+//! revision, and commits once, until the queue is empty. Under
 //! concurrent writers a commit (and its fsync) serves many writes instead of one; a lone write
 //! commits alone, as before. A write that fails its own check (a conflict, an existing key)
 //! changes nothing and fails alone; a failure of the database itself aborts the transaction
@@ -58,9 +59,77 @@ struct Inner {
     db: Database,
     /// One writer at a time, across commit and broadcast (see the module comment).
     writer: Mutex<()>,
-    /// Writes waiting for the next transaction, in arrival order.
-    queue: Mutex<Vec<Job>>,
+    queue: Mutex<Queue>,
     events: broadcast::Sender<Event>,
+}
+
+/// Writes waiting for the next transaction, in arrival order.
+#[derive(Default)]
+struct Queue {
+    jobs: Vec<Job>,
+    /// A [`Committer`] is running or about to: it will take what is queued.
+    committing: bool,
+}
+
+/// The blocking task that commits queued writes. Started only when none runs, so concurrent
+/// writes do not each wake a blocking thread to find the queue already taken.
+struct Committer {
+    inner: Arc<Inner>,
+    /// Still responsible for the queue: a committer dropped unfinished (it panicked, or its
+    /// task never ran because the runtime shut down) fails what is queued rather than leave
+    /// it unanswered with no committer to come.
+    armed: bool,
+}
+
+impl Committer {
+    fn run(mut self) {
+        let mut batch = match self.take_batch() {
+            Some(batch) => batch,
+            None => return,
+        };
+        loop {
+            let replies = {
+                let _writer = lock(&self.inner.writer);
+                self.inner.commit_batch(batch)
+            };
+            let Some(next) = self.take_batch() else {
+                // The store is released before the last writers hear back, so a caller that
+                // drops the backend after its write can reopen the same directory at once.
+                drop(self);
+                for reply in replies {
+                    reply();
+                }
+                return;
+            };
+            for reply in replies {
+                reply();
+            }
+            batch = next;
+        }
+    }
+
+    /// The next writes to commit; None (and the committer done) when nothing is queued.
+    fn take_batch(&mut self) -> Option<Vec<Job>> {
+        let mut queue = lock(&self.inner.queue);
+        if queue.jobs.is_empty() {
+            queue.committing = false;
+            self.armed = false;
+            return None;
+        }
+        let take = queue.jobs.len().min(MAX_BATCH);
+        Some(queue.jobs.drain(..take).collect())
+    }
+}
+
+impl Drop for Committer {
+    fn drop(&mut self) {
+        if self.armed {
+            let mut queue = lock(&self.inner.queue);
+            queue.committing = false;
+            // Dropping a job drops its reply channel: its writer gets an error.
+            queue.jobs.clear();
+        }
+    }
 }
 
 /// The most writes one transaction takes, so a commit's latency stays bounded under a flood.
@@ -111,7 +180,7 @@ impl EmbeddedBackend {
             inner: Arc::new(Inner {
                 db,
                 writer: Mutex::new(()),
-                queue: Mutex::new(Vec::new()),
+                queue: Mutex::new(Queue::default()),
                 events,
             }),
         })
@@ -128,8 +197,8 @@ impl EmbeddedBackend {
             .map_err(join_err)?
     }
 
-    /// Queues a write for the next transaction, makes sure a blocking task will commit it, and
-    /// answers once it is durable (or failed); its event is published at the commit.
+    /// Queues a write for the next transaction, starts a [`Committer`] if none runs, and
+    /// answers once the write is durable (or failed); its event is published at the commit.
     async fn write<T: Send + 'static>(
         &self,
         f: impl FnOnce(&mut Tables<'_>) -> Result<(T, Option<Event>), StorageError> + Send + 'static,
@@ -159,13 +228,20 @@ impl EmbeddedBackend {
                 }
             }
         });
-        lock(&self.inner.queue).push(job);
-        let inner = self.inner.clone();
-        // One task per write, so none is left behind; a task finding the queue emptied by an
-        // earlier one's batch has nothing to do.
-        tokio::task::spawn_blocking(move || inner.commit_queued())
-            .await
-            .map_err(join_err)?;
+        let start = {
+            let mut queue = lock(&self.inner.queue);
+            queue.jobs.push(job);
+            !std::mem::replace(&mut queue.committing, true)
+        };
+        if start {
+            let committer = Committer {
+                inner: self.inner.clone(),
+                armed: true,
+            };
+            // Not awaited: the reply comes through `rx`, from whichever committer takes the
+            // write.
+            drop(tokio::task::spawn_blocking(move || committer.run()));
+        }
         rx.await.unwrap_or_else(|_| {
             Err(StorageError::Internal(
                 "embedded store: a write was dropped unanswered".into(),
@@ -180,31 +256,16 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Inner {
-    /// Applies the queued writes in transactions of at most [`MAX_BATCH`], each committed
-    /// before its writes are answered and their events published.
-    fn commit_queued(&self) {
-        let _writer = lock(&self.writer);
-        loop {
-            let batch: Vec<Job> = {
-                let mut queue = lock(&self.queue);
-                let take = queue.len().min(MAX_BATCH);
-                queue.drain(..take).collect()
-            };
-            if batch.is_empty() {
-                return;
-            }
-            self.commit_batch(batch);
-        }
-    }
-
-    fn commit_batch(&self, batch: Vec<Job>) {
+    /// Applies `batch` in one transaction and publishes its events once it committed; returns
+    /// the answers to its writers, which the caller sends.
+    fn commit_batch(&self, batch: Vec<Job>) -> Vec<Box<dyn FnOnce() + Send>> {
         let txn = match self.db.begin_write().map_err(db_err) {
             Ok(txn) => txn,
             Err(err) => {
                 for job in batch {
                     job(Err(&err));
                 }
-                return;
+                return Vec::new();
             }
         };
         let mut staged = Vec::with_capacity(batch.len());
@@ -245,6 +306,7 @@ impl Inner {
             }
             None => txn.commit().map_err(db_err),
         };
+        let mut replies: Vec<Box<dyn FnOnce() + Send>> = Vec::with_capacity(staged.len());
         for done in staged {
             if outcome.is_ok()
                 && let Some(event) = done.event
@@ -252,8 +314,11 @@ impl Inner {
                 // No receivers is not an error: nobody is watching.
                 let _ = self.events.send(event);
             }
-            (done.reply)(outcome.clone());
+            let outcome = outcome.clone();
+            let reply = done.reply;
+            replies.push(Box::new(move || reply(outcome)));
         }
+        replies
     }
 }
 
