@@ -4,7 +4,7 @@
 //! `Never` ending Failed, CrashLoopBackOff, OOMKilled at a 64Mi limit, graceful deletion that
 //! removes the sandbox and the API object, and a kubelet restart that keeps its containers.
 
-use e2e::containerd::{BUSYBOX_IMAGE, Containerd};
+use e2e::containerd::{BUSYBOX_136_IMAGE, BUSYBOX_IMAGE, Containerd};
 use e2e::kubelet::{Kubelet, start_apiserver};
 use k8s_cri::v1::runtime_service_client::RuntimeServiceClient;
 use k8s_cri::v1::{ListPodSandboxRequest, PodSandboxFilter};
@@ -88,12 +88,13 @@ fn pod(
     .expect("a valid pod")
 }
 
+/// The status of the pod's first container (`main` in the test's pods).
 fn main_status(p: &Pod) -> Result<ContainerStatus, String> {
     p.status
         .as_ref()
         .and_then(|s| s.container_statuses.as_ref())
-        .and_then(|cs| cs.iter().find(|c| c.name == "main").cloned())
-        .ok_or_else(|| "no status of main yet".to_string())
+        .and_then(|cs| cs.first().cloned())
+        .ok_or_else(|| "no container status yet".to_string())
 }
 
 fn phase(p: &Pod) -> String {
@@ -379,11 +380,12 @@ async fn deployment_of_three_with_kubectl() {
         .await
         .expect("controller manager");
     let kubectl = e2e::kubectl::Kubectl::upstream_with_kubeconfig(&dir, &n.kubeconfig);
+    // A tagged image (not `:latest`) defaults to IfNotPresent: no registry is reachable.
     kubectl.ok(&[
         "create",
         "deployment",
         "web",
-        &format!("--image={BUSYBOX_IMAGE}"),
+        &format!("--image={BUSYBOX_136_IMAGE}"),
         "--replicas=3",
         "--",
         "sleep",
@@ -396,12 +398,11 @@ async fn deployment_of_three_with_kubectl() {
             .list(&Default::default())
             .await
             .map_err(|e| e.to_string())?;
-        let ready = list
-            .items
-            .iter()
-            .filter(|p| running_ready(p).is_ok())
-            .count();
-        (ready == 3).then_some(()).ok_or(format!("{ready}/3 ready"))
+        let states: Vec<Result<String, String>> = list.items.iter().map(running_ready).collect();
+        let ready = states.iter().filter(|s| s.is_ok()).count();
+        (ready == 3)
+            .then_some(())
+            .ok_or(format!("{ready}/3 ready: {states:?}"))
     })
     .await;
     poll("kubectl to show 3/3", &logs, async || {
