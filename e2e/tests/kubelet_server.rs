@@ -216,7 +216,9 @@ async fn kubectl_logs_exec_attach_port_forward_and_cp_reach_the_kubelet() {
     );
     let first = c.logs(&["restarter"]);
     assert!(first.starts_with("run "), "{first}");
-    c.k.ok(&["exec", "restarter", "--", "kill", "1"]);
+    // The exec may be cut off by the container it stops (exit 137): the restart count below
+    // is what proves the signal landed.
+    c.k.run(&["exec", "restarter", "--", "kill", "1"]);
     c.wait_running("restarter", 1);
     c.wait("the second run's log", || {
         let out = c.k.run(&["logs", "restarter"]);
