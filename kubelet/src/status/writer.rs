@@ -95,6 +95,15 @@ async fn write(api: &Api<Pod>, uid: &str, entry: &Entry) -> anyhow::Result<Outco
             // No mirror pod yet: housekeeping creates it and the resync writes later.
             anyhow::bail!("the static pod has no mirror pod yet");
         }
+        let mirror_of = current
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(crate::pod::CONFIG_MIRROR_ANNOTATION));
+        if mirror_of.map(String::as_str) != Some(uid) {
+            // The mirror of another version of this static pod (edited manifest).
+            return Ok(Outcome::Gone);
+        }
         current_uid
     } else if current_uid != uid {
         return Ok(Outcome::Gone);
