@@ -413,3 +413,68 @@ async fn deployment_of_three_with_kubectl() {
     let ips = kubectl.ok(&["get", "pods", "-o", "jsonpath={.items[*].status.podIP}"]);
     assert_eq!(ips.split_whitespace().count(), 3, "{ips}");
 }
+
+/// Pod startup latency, as upstream's density test measures it: created (the create call
+/// returned) to Running observed through a watch, image present, 50 pods created back to back.
+/// Prints the median and p99; fails only if a pod never runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn startup_latency_of_50_pods() {
+    use futures::StreamExt;
+    use kube::api::WatchEvent;
+    use kube::api::WatchParams;
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex};
+    const N: usize = 50;
+    let n = node("latency-node").await;
+    let logs = || n.kubelet.logs();
+    let pods: Api<Pod> = Api::namespaced(n.client.clone(), "default");
+    let running: Arc<Mutex<HashMap<String, Instant>>> = Arc::default();
+    let mut stream = pods
+        .watch(&WatchParams::default(), "0")
+        .await
+        .expect("watch pods")
+        .boxed();
+    let seen = running.clone();
+    let watcher = tokio::spawn(async move {
+        while let Some(event) = stream.next().await {
+            if let Ok(WatchEvent::Added(p) | WatchEvent::Modified(p)) = event
+                && phase(&p) == "Running"
+            {
+                let name = p.metadata.name.clone().unwrap_or_default();
+                seen.lock()
+                    .unwrap()
+                    .entry(name)
+                    .or_insert_with(Instant::now);
+            }
+        }
+    });
+    let mut created = HashMap::new();
+    for i in 0..N {
+        let name = format!("lat-{i}");
+        pods.create(
+            &PostParams::default(),
+            &pod(&name, "latency-node", "Always", "sleep 3600", json!({})),
+        )
+        .await
+        .expect("create pod");
+        created.insert(name, Instant::now());
+    }
+    poll("every pod to be seen Running", &logs, async || {
+        let k = running.lock().unwrap().len();
+        (k >= N).then_some(()).ok_or(format!("{k}/{N} running"))
+    })
+    .await;
+    watcher.abort();
+    let seen = running.lock().unwrap().clone();
+    let mut latencies: Vec<Duration> = created
+        .iter()
+        .map(|(name, at)| seen[name].saturating_duration_since(*at))
+        .collect();
+    latencies.sort();
+    let median = latencies[N / 2];
+    let p99 = latencies[(N * 99).div_ceil(100) - 1];
+    println!(
+        "pod startup latency over {N} pods: median {median:?}, p99 {p99:?}, max {:?}",
+        latencies[N - 1]
+    );
+}
