@@ -4,6 +4,7 @@
 use super::patch::merge_diff;
 use super::{Entry, StatusManager};
 use anyhow::Context;
+use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions};
 use serde_json::json;
@@ -13,6 +14,8 @@ use tokio_util::sync::CancellationToken;
 
 /// How often every status is checked again, whatever the notifications said.
 const RESYNC: Duration = Duration::from_secs(10);
+/// Status writes in flight at once.
+const WRITERS: usize = 16;
 
 enum Outcome {
     Written,
@@ -42,9 +45,15 @@ impl StatusManager {
                 }
                 _ = resync.tick() => self.statuses.read().keys().cloned().collect(),
             };
-            for uid in uids {
-                self.sync_one(&client, &uid).await;
-            }
+            // Pods are independent: a burst of new pods is written in parallel, each pod's
+            // writes still in order (a uid appears once per batch).
+            futures::stream::iter(uids)
+                .for_each_concurrent(WRITERS, |uid| {
+                    let this = &self;
+                    let client = &client;
+                    async move { this.sync_one(client, &uid).await }
+                })
+                .await;
         }
     }
 
