@@ -296,3 +296,184 @@ pub fn generate(inp: &Inputs<'_>) -> PodStatus {
         ..Default::default()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::container::{ContainerId, SandboxState, SandboxStatus};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+    struct NoProbes;
+
+    impl ProbeView for NoProbes {
+        fn ready(&self, _: &str) -> Option<bool> {
+            None
+        }
+
+        fn started(&self, _: &str) -> Option<bool> {
+            None
+        }
+    }
+
+    fn pod(policy: &str) -> Pod {
+        Pod {
+            metadata: ObjectMeta {
+                uid: Some("u".into()),
+                ..Default::default()
+            },
+            spec: Some(PodSpec {
+                restart_policy: Some(policy.into()),
+                containers: vec![Container {
+                    name: "main".into(),
+                    image: Some("busybox".into()),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    fn attempt(
+        id: &str,
+        state: RtState,
+        exit_code: i32,
+        restart_count: i32,
+    ) -> RuntimeContainerStatus {
+        RuntimeContainerStatus {
+            id: ContainerId {
+                runtime: "containerd".into(),
+                id: id.into(),
+            },
+            name: "main".into(),
+            state,
+            created_at: 1,
+            started_at: 1_000_000_000,
+            finished_at: if state == RtState::Exited {
+                2_000_000_000
+            } else {
+                0
+            },
+            exit_code,
+            image: "busybox".into(),
+            image_ref: "sha256:x".into(),
+            hash: 0,
+            restart_count,
+            reason: String::new(),
+            message: String::new(),
+            log_path: String::new(),
+        }
+    }
+
+    fn runtime(containers: Vec<RuntimeContainerStatus>) -> PodRuntimeStatus {
+        PodRuntimeStatus {
+            uid: "u".into(),
+            ips: vec!["10.0.0.2".into()],
+            sandboxes: vec![SandboxStatus {
+                id: "sb".into(),
+                state: SandboxState::Ready,
+                created_at: 1,
+                attempt: 0,
+                ips: vec!["10.0.0.2".into()],
+                host_network: false,
+            }],
+            containers,
+            ..Default::default()
+        }
+    }
+
+    fn status_of(pod: &Pod, rt: &PodRuntimeStatus, errors: &[SyncError]) -> PodStatus {
+        generate(&Inputs {
+            pod,
+            old: &PodStatus::default(),
+            runtime: rt,
+            sync_errors: errors,
+            probes: &NoProbes,
+            host_ips: &["127.0.0.1".to_string()],
+            pod_is_terminal: false,
+            now: Timestamp::now(),
+        })
+    }
+
+    fn cond(s: &PodStatus, t: &str) -> String {
+        s.conditions
+            .iter()
+            .flatten()
+            .find(|c| c.type_ == t)
+            .map(|c| c.status.clone())
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn statuses_from_the_runtime() {
+        // Nothing created yet: ContainerCreating, Pending, not ready.
+        let s = status_of(&pod("Always"), &runtime(vec![]), &[]);
+        assert_eq!(s.phase.as_deref(), Some("Pending"));
+        let c = &s.container_statuses.as_ref().unwrap()[0];
+        let waiting = c.state.as_ref().and_then(|s| s.waiting.as_ref()).unwrap();
+        assert_eq!(waiting.reason.as_deref(), Some("ContainerCreating"));
+        assert_eq!(cond(&s, "Ready"), "False");
+        assert_eq!(cond(&s, "PodScheduled"), "True");
+
+        // Running: ready, started, IP, Running.
+        let s = status_of(
+            &pod("Always"),
+            &runtime(vec![attempt("a", RtState::Running, 0, 0)]),
+            &[],
+        );
+        assert_eq!(s.phase.as_deref(), Some("Running"));
+        assert_eq!(s.pod_ip.as_deref(), Some("10.0.0.2"));
+        let c = &s.container_statuses.as_ref().unwrap()[0];
+        assert!(c.ready && c.started == Some(true));
+        assert_eq!(c.container_id.as_deref(), Some("containerd://a"));
+        for t in [
+            "Ready",
+            "ContainersReady",
+            "Initialized",
+            "PodReadyToStartContainers",
+        ] {
+            assert_eq!(cond(&s, t), "True", "{t}");
+        }
+
+        // Backing off after two exits: waiting CrashLoopBackOff, lastState the newest exit.
+        let rt = runtime(vec![
+            attempt("b", RtState::Exited, 2, 1),
+            attempt("a", RtState::Exited, 2, 0),
+        ]);
+        let backoff = SyncError {
+            container: "main".into(),
+            reason: "CrashLoopBackOff".into(),
+            message: "back-off 10s".into(),
+        };
+        let s = status_of(&pod("Always"), &rt, std::slice::from_ref(&backoff));
+        let c = &s.container_statuses.as_ref().unwrap()[0];
+        let waiting = c.state.as_ref().and_then(|s| s.waiting.as_ref()).unwrap();
+        assert_eq!(waiting.reason.as_deref(), Some("CrashLoopBackOff"));
+        let last = c
+            .last_state
+            .as_ref()
+            .and_then(|s| s.terminated.as_ref())
+            .unwrap();
+        assert_eq!(
+            (last.exit_code, last.container_id.as_deref()),
+            (2, Some("containerd://b"))
+        );
+        assert_eq!(c.restart_count, 1);
+        assert_eq!(s.phase.as_deref(), Some("Running"));
+
+        // Never: the exit stays terminated (no waiting override) and the pod fails.
+        let s = status_of(
+            &pod("Never"),
+            &runtime(vec![attempt("a", RtState::Exited, 1, 0)]),
+            &[backoff],
+        );
+        let c = &s.container_statuses.as_ref().unwrap()[0];
+        let t = c
+            .state
+            .as_ref()
+            .and_then(|s| s.terminated.as_ref())
+            .unwrap();
+        assert_eq!((t.exit_code, t.reason.as_deref()), (1, Some("Error")));
+        assert_eq!(s.phase.as_deref(), Some("Failed"));
+    }
+}
