@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Runs a local cluster from this checkout. Today that is the apiserver, on its embedded store, the
-# scheduler, the controller manager and containerd with the test images (the kubelet joins as its
-# issue lands); needs root (containerd, CNI). It generates everything
+# Runs a local cluster from this checkout: the apiserver on its embedded store, the scheduler, the
+# controller manager, containerd with the test images and one kubelet (node `local-node`); needs
+# root (containerd, CNI, cgroups). It generates everything
 # under one folder (certificates, data, logs),
 # writes an admin kubeconfig the real kubectl can use, and stops everything on Ctrl-C or SIGTERM.
 #
@@ -31,7 +31,7 @@ dir=$(cd "$dir" && pwd)
 "$root/hack/install-deps.sh"
 
 echo "building release binaries..."
-(cd "$root" && cargo build --release --locked -p kube-apiserver -p kube-scheduler -p kube-controller-manager -p kubectl)
+(cd "$root" && cargo build --release --locked -p kube-apiserver -p kube-scheduler -p kube-controller-manager -p kubectl -p kubelet)
 bin="$root/target/release"
 
 mkdir -p "$dir/logs" "$dir/certs" "$dir/data"
@@ -57,8 +57,32 @@ if [ ! -s "$dir/certs/service-account.key" ]; then
     openssl pkcs8 -topk8 -nocrypt -out "$dir/certs/service-account.key")
 fi
 
+# Client certificates: the kubelet's node identity, and the apiserver's own identity towards
+# kubelets (logs, exec, port-forward), both signed by a local client CA kept across runs.
+node=local-node
+certs="$dir/certs"
+if [ ! -s "$certs/client-ca.key" ]; then
+  (umask 077 && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+    -keyout "$certs/client-ca.key" -out "$certs/client-ca.crt" -days 3650 \
+    -subj "/CN=local-up-client-ca" 2>/dev/null)
+fi
+issue_client() { # name subject
+  [ -s "$certs/$1.crt" ] && return
+  (umask 077 && openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+    -keyout "$certs/$1.key" -out "$certs/$1.csr" -subj "$2" 2>/dev/null)
+  openssl x509 -req -in "$certs/$1.csr" -CA "$certs/client-ca.crt" -CAkey "$certs/client-ca.key" \
+    -CAcreateserial -out "$certs/$1.crt" -days 3650 \
+    -extfile <(printf 'extendedKeyUsage=clientAuth\n') 2>/dev/null
+}
+issue_client kubelet-client "/O=system:nodes/CN=system:node:$node"
+issue_client apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client"
+
 "$bin/kube-apiserver" --secure-port="$port" --bind-address=127.0.0.1 --cert-dir="$dir/certs" \
   "${storage[@]}" \
+  --client-ca-file="$certs/client-ca.crt" \
+  --kubelet-client-certificate="$certs/apiserver-kubelet-client.crt" \
+  --kubelet-client-key="$certs/apiserver-kubelet-client.key" \
+  --kubelet-preferred-address-types=InternalIP,Hostname \
   --token-auth-file="$dir/certs/tokens.csv" \
   --authorization-mode=Node,RBAC \
   --service-account-issuer=https://kubernetes.default.svc.cluster.local \
@@ -139,8 +163,8 @@ sed -e "s#@NETWORK@#k8s-rs-local#g; s#@BRIDGE@#$pod_bridge#g; s#@IPAM_DIR@#$ctrd
 containerd --config "$ctrd/config.toml" >"$dir/logs/containerd.log" 2>&1 &
 containerd_pid=$!
 pids+=($containerd_pid)
-# What stopping containerd leaves: shims outlive it, containers outlive their shim, and their
-# mounts, network namespaces and bridge stay.
+# What stopping containerd and the kubelet leaves: shims outlive containerd, containers outlive their
+# shim, and their mounts (the kubelet's volume tmpfs too), network namespaces and bridge stay.
 cleanup_containerd() {
   kill -TERM "$containerd_pid" 2>/dev/null || true
   wait "$containerd_pid" 2>/dev/null || true
@@ -158,7 +182,7 @@ cleanup_containerd() {
     # A killed shim leaves its socket, named as containerd names it.
     rm -f "/run/containerd/s/$(printf '%s' "$containerd_sock/$ns/$id" | sha256sum | cut -d' ' -f1)"
   done
-  { grep -o " $ctrd/[^ ]*" /proc/self/mountinfo || true; } | sort -r | while read -r m; do
+  { grep -o " $dir/[^ ]*" /proc/self/mountinfo || true; } | sort -r | while read -r m; do
     umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
   done
   ip link del "$pod_bridge" 2>/dev/null || true
@@ -179,8 +203,60 @@ for image in pause busybox; do
 done
 
 # ----- kubelet -----
-# The integrator starts the kubelet HERE, with --container-runtime-endpoint="$containerd_endpoint"
-# (pods get addresses in $pod_subnet on the bridge $pod_bridge) and pids+=($!).
+# Pods get addresses in $pod_subnet on the bridge $pod_bridge; static pods go in $dir/manifests.
+# The kubelet authenticates the apiserver's client certificate and asks it (SubjectAccessReview)
+# before serving logs, exec and port-forward.
+kdir="$dir/kubelet"
+mkdir -p "$kdir/root" "$kdir/pki" "$dir/manifests" "$dir/pod-logs"
+cat >"$kdir/kubeconfig" <<KUBECONFIG
+apiVersion: v1
+kind: Config
+clusters:
+- name: local
+  cluster:
+    server: https://127.0.0.1:$port
+    certificate-authority: $certs/apiserver.crt
+users:
+- name: kubelet
+  user:
+    client-certificate: $certs/kubelet-client.crt
+    client-key: $certs/kubelet-client.key
+contexts:
+- name: local
+  context:
+    cluster: local
+    user: kubelet
+current-context: local
+KUBECONFIG
+cat >"$kdir/config.yaml" <<CONFIG
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+address: 127.0.0.1
+containerRuntimeEndpoint: $containerd_endpoint
+podLogsDir: $dir/pod-logs
+staticPodPath: $dir/manifests
+cgroupRoot: /local-up
+# Upstream's defaults (nodefs.available<10%, imagefs.available<15%) taint a developer machine
+# with a big, busy disk as under disk pressure and nothing schedules; absolute floors instead.
+evictionHard:
+  memory.available: 100Mi
+  nodefs.available: 1Gi
+  imagefs.available: 1Gi
+  nodefs.inodesFree: 5%
+authentication:
+  anonymous:
+    enabled: false
+  webhook:
+    enabled: true
+  x509:
+    clientCAFile: $certs/client-ca.crt
+authorization:
+  mode: Webhook
+CONFIG
+"$bin/kubelet" --config="$kdir/config.yaml" --kubeconfig="$kdir/kubeconfig" \
+  --hostname-override="$node" --node-ip=127.0.0.1 --root-dir="$kdir/root" \
+  --cert-dir="$kdir/pki" >"$dir/logs/kubelet.log" 2>&1 &
+pids+=($!)
 # ----- end kubelet -----
 
 cat <<MSG
