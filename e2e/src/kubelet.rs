@@ -9,6 +9,9 @@
 
 mod certs;
 mod cgroups;
+mod testing;
+
+pub use testing::{admin_client, poll};
 
 use crate::apiserver::{ApiServer, Backend};
 use crate::containerd::Containerd;

@@ -5,57 +5,13 @@
 //! removes the sandbox and the API object, and a kubelet restart that keeps its containers.
 
 use e2e::containerd::{BUSYBOX_136_IMAGE, BUSYBOX_IMAGE, Containerd};
-use e2e::kubelet::{Kubelet, start_apiserver};
+use e2e::kubelet::{Kubelet, admin_client, poll, start_apiserver};
 use k8s_cri::v1::runtime_service_client::RuntimeServiceClient;
 use k8s_cri::v1::{ListPodSandboxRequest, PodSandboxFilter};
 use k8s_openapi::api::core::v1::{ContainerStatus, Node, Pod};
 use kube::api::{Api, DeleteParams, PostParams};
 use serde_json::json;
-use std::path::Path;
 use std::time::{Duration, Instant};
-
-/// A hang guard for polls, not a timing assertion.
-const PATIENCE: Duration = Duration::from_secs(120);
-
-async fn poll<T>(
-    what: &str,
-    logs: &dyn Fn() -> String,
-    mut check: impl AsyncFnMut() -> Result<T, String>,
-) -> T {
-    let deadline = Instant::now() + PATIENCE;
-    loop {
-        match check().await {
-            Ok(v) => return v,
-            Err(last) if Instant::now() > deadline => {
-                panic!("timed out on {what}: {last}\n{}", logs())
-            }
-            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
-        }
-    }
-}
-
-async fn admin_client(
-    api: &e2e::apiserver::ApiServer,
-    pki: &e2e::pki::Pki,
-    dir: &Path,
-) -> (kube::Client, std::path::PathBuf) {
-    let (cert, key) = pki.issue_client("e2e-admin", &["system:masters"]);
-    let kubeconfig = dir.join("admin.kubeconfig");
-    e2e::pki::write_cert_kubeconfig(
-        &kubeconfig,
-        &api.url(),
-        &api.ca_file(),
-        &cert,
-        &key,
-        "e2e-admin",
-    );
-    let client = client_go_rs::config::load_client_config(Some(&kubeconfig), None, None)
-        .await
-        .expect("admin kubeconfig")
-        .build_client()
-        .expect("admin client");
-    (client, kubeconfig)
-}
 
 /// A busybox pod bound to `node` running `script` under `restart_policy`.
 fn pod(
@@ -178,7 +134,8 @@ async fn node(name: &str) -> Node1 {
     )
     .await
     .expect("kubelet");
-    let (client, kubeconfig) = admin_client(&api, &pki, tmp.path()).await;
+    let client = admin_client(&api, &pki, tmp.path()).await;
+    let kubeconfig = tmp.path().join("admin.kubeconfig");
     let nodes: Api<Node> = Api::all(client.clone());
     poll("the node to register", &|| kubelet.logs(), async || {
         nodes.get(name).await.map(|_| ()).map_err(|e| e.to_string())

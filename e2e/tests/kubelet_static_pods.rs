@@ -5,56 +5,12 @@
 //! the containers and deletes the mirror.
 
 use e2e::containerd::{BUSYBOX_IMAGE, Containerd};
-use e2e::kubelet::{Kubelet, start_apiserver};
+use e2e::kubelet::{Kubelet, admin_client, poll, start_apiserver};
 use k8s_cri::v1::runtime_service_client::RuntimeServiceClient;
 use k8s_cri::v1::{ContainerFilter, ContainerState, ContainerStateValue, ListContainersRequest};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, DeleteParams};
 use std::collections::BTreeMap;
-use std::path::Path;
-use std::time::{Duration, Instant};
-
-/// A hang guard for polls, not a timing assertion.
-const PATIENCE: Duration = Duration::from_secs(90);
-
-async fn poll<T>(
-    what: &str,
-    logs: &dyn Fn() -> String,
-    mut check: impl AsyncFnMut() -> Result<T, String>,
-) -> T {
-    let deadline = Instant::now() + PATIENCE;
-    loop {
-        match check().await {
-            Ok(v) => return v,
-            Err(last) if Instant::now() > deadline => {
-                panic!("timed out on {what}: {last}\n{}", logs())
-            }
-            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
-        }
-    }
-}
-
-async fn admin_client(
-    api: &e2e::apiserver::ApiServer,
-    pki: &e2e::pki::Pki,
-    dir: &Path,
-) -> kube::Client {
-    let (cert, key) = pki.issue_client("e2e-admin", &["system:masters"]);
-    let kubeconfig = dir.join("admin.kubeconfig");
-    e2e::pki::write_cert_kubeconfig(
-        &kubeconfig,
-        &api.url(),
-        &api.ca_file(),
-        &cert,
-        &key,
-        "e2e-admin",
-    );
-    client_go_rs::config::load_client_config(Some(&kubeconfig), None, None)
-        .await
-        .expect("admin kubeconfig")
-        .build_client()
-        .expect("admin client")
-}
 
 fn manifest(arg: &str) -> String {
     format!(

@@ -8,7 +8,7 @@
 
 use e2e::apiserver::{ApiServer, Backend};
 use e2e::containerd::{BUSYBOX_IMAGE, Containerd};
-use e2e::kubelet::{Kubelet, apiserver_flags};
+use e2e::kubelet::{Kubelet, admin_client, apiserver_flags, poll};
 use e2e::pki::Pki;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, ServiceAccount};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
@@ -16,46 +16,9 @@ use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-/// A hang guard for polls, not a timing assertion.
-const PATIENCE: Duration = Duration::from_secs(90);
 const NODE: &str = "vol-node";
 /// The kubelet's syncFrequency here: a pod is resynced (its volumes refreshed) this often.
 const SYNC_FREQUENCY_SECS: u64 = 2;
-
-async fn poll<T>(
-    what: &str,
-    logs: &dyn Fn() -> String,
-    mut check: impl AsyncFnMut() -> Result<T, String>,
-) -> T {
-    let deadline = Instant::now() + PATIENCE;
-    loop {
-        match check().await {
-            Ok(v) => return v,
-            Err(last) if Instant::now() > deadline => {
-                panic!("timed out on {what}: {last}\n{}", logs())
-            }
-            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
-        }
-    }
-}
-
-async fn admin_client(api: &ApiServer, pki: &Pki, dir: &Path) -> kube::Client {
-    let (cert, key) = pki.issue_client("e2e-admin", &["system:masters"]);
-    let kubeconfig = dir.join("admin.kubeconfig");
-    e2e::pki::write_cert_kubeconfig(
-        &kubeconfig,
-        &api.url(),
-        &api.ca_file(),
-        &cert,
-        &key,
-        "e2e-admin",
-    );
-    client_go_rs::config::load_client_config(Some(&kubeconfig), None, None)
-        .await
-        .expect("admin kubeconfig")
-        .build_client()
-        .expect("admin client")
-}
 
 /// The stdout lines of the pod's container `main`, read from its CRI log file.
 fn container_lines(pod_logs: &Path, pod: &str) -> Vec<String> {
