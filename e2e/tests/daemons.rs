@@ -1,6 +1,8 @@
 //! Each daemon started as a real process on free ports: it serves its health, metrics, configz
 //! and version endpoints over HTTPS with the certificate it generated, fails readiness checks it
-//! does not have, and exits 0 on SIGTERM.
+//! does not have, and exits 0 on SIGTERM. The kubelet is not here: it needs an apiserver and a
+//! container runtime to start, so `kubelet_env.rs` (its harness start, /healthz on the plain
+//! healthz port, kill, restart, clean stop) and `kubelet_server.rs` (its secure endpoints) cover it.
 
 use e2e::daemon::Daemon;
 use e2e::{bin, free_port, https};
@@ -63,20 +65,6 @@ const CASES: &[Case] = &[
                 // No apiserver here: the controllers keep waiting for their informers.
                 "--master=https://127.0.0.1:1".into(),
                 "--leader-elect=false".into(),
-            ]
-        },
-    },
-    Case {
-        binary: "kubelet",
-        cert: "kubelet.crt",
-        configz: Some("kubeletconfig"),
-        args: |port, dir| {
-            vec![
-                format!("--port={port}"),
-                "--address=127.0.0.1".into(),
-                format!("--cert-dir={dir}"),
-                "--healthz-port=0".into(),
-                "--hostname-override=e2e-node".into(),
             ]
         },
     },
@@ -184,36 +172,5 @@ async fn controller_manager_configz_shows_resolved_controllers() {
         configz["kubecontrollermanager.config.k8s.io"]["Generic"]["Controllers"],
         serde_json::json!(["replicaset-controller", "token-cleaner-controller"])
     );
-    assert!(daemon.terminate(GRACE).unwrap().success());
-}
-
-#[tokio::test]
-async fn kubelet_serves_plain_healthz_port() {
-    let dir = tempfile::tempdir().unwrap();
-    let (port, healthz_port) = (free_port(), free_port());
-    let args = vec![
-        format!("--port={port}"),
-        "--address=127.0.0.1".into(),
-        format!("--cert-dir={}", dir.path().join("pki").display()),
-        format!("--healthz-port={healthz_port}"),
-    ];
-    let mut daemon = Daemon::start(&bin("kubelet"), &args, dir.path()).unwrap();
-    let ca = dir.path().join("pki/kubelet.crt");
-    https::wait_ok(([127, 0, 0, 1], port).into(), &ca, "/healthz", STARTUP)
-        .await
-        .unwrap();
-    // The healthz port speaks plain HTTP, as upstream's: a raw request must get "ok".
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", healthz_port))
-        .await
-        .unwrap();
-    stream
-        .write_all(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
-        .await
-        .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await.unwrap();
-    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
-    assert!(response.ends_with("\r\n\r\nok"), "{response}");
     assert!(daemon.terminate(GRACE).unwrap().success());
 }
