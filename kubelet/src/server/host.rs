@@ -2,23 +2,17 @@
 //! and where pods keep their logs, volumes and cgroups. The core implements [`HostInterface`];
 //! tests use stubs.
 
-use crate::container::{ContainerId, PodRuntimeStatus, RuntimePod};
+use crate::container::ContainerId;
 use crate::kuberuntime::{ExecResult, RuntimeManager};
+use crate::pleg::PodLister;
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// The runtime calls the server makes; [`RuntimeManager`] implements it.
+/// The runtime calls the server makes beyond PLEG's listing; [`RuntimeManager`] implements it.
 #[async_trait::async_trait]
-pub trait RuntimeApi: Send + Sync {
-    async fn get_pods(&self, all: bool) -> anyhow::Result<Vec<RuntimePod>>;
-    async fn get_pod_status(
-        &self,
-        uid: &str,
-        name: &str,
-        namespace: &str,
-    ) -> anyhow::Result<PodRuntimeStatus>;
+pub trait RuntimeApi: PodLister {
     async fn exec_sync(
         &self,
         id: &ContainerId,
@@ -48,17 +42,6 @@ pub trait RuntimeApi: Send + Sync {
 
 #[async_trait::async_trait]
 impl RuntimeApi for RuntimeManager {
-    async fn get_pods(&self, all: bool) -> anyhow::Result<Vec<RuntimePod>> {
-        RuntimeManager::get_pods(self, all).await
-    }
-    async fn get_pod_status(
-        &self,
-        uid: &str,
-        name: &str,
-        namespace: &str,
-    ) -> anyhow::Result<PodRuntimeStatus> {
-        RuntimeManager::get_pod_status(self, uid, name, namespace).await
-    }
     async fn exec_sync(
         &self,
         id: &ContainerId,

@@ -23,7 +23,7 @@ struct StubRuntime {
 }
 
 #[async_trait::async_trait]
-impl RuntimeApi for StubRuntime {
+impl crate::pleg::PodLister for StubRuntime {
     async fn get_pods(&self, _all: bool) -> anyhow::Result<Vec<RuntimePod>> {
         Ok(vec![RuntimePod {
             uid: "uid-1".into(),
@@ -57,6 +57,10 @@ impl RuntimeApi for StubRuntime {
             ..Default::default()
         })
     }
+}
+
+#[async_trait::async_trait]
+impl RuntimeApi for StubRuntime {
     async fn exec_sync(
         &self,
         _: &ContainerId,
