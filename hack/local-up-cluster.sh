@@ -34,67 +34,93 @@ echo "building release binaries..."
 (cd "$root" && cargo build --release --locked -p kube-apiserver -p kube-scheduler -p kube-controller-manager -p kubectl -p kubelet)
 bin="$root/target/release"
 
-mkdir -p "$dir/logs" "$dir/certs" "$dir/data"
+mkdir -p "$dir/logs" "$dir/pki" "$dir/data"
 storage=(--data-dir="$dir/data")
 [ -n "$etcd" ] && storage=(--etcd-servers="$etcd")
 pids=()
 cleanup() {
-  trap - INT TERM EXIT
+  # A second Ctrl-C or SIGTERM must not cut the teardown short.
+  trap '' INT TERM
+  trap - EXIT
   for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
   for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
   echo "local cluster stopped"
 }
 trap cleanup INT TERM EXIT
 
-# The admin's token (system:masters) and the service account signing key, kept across runs.
-if [ ! -s "$dir/certs/tokens.csv" ]; then
-  token=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')
-  (umask 077 && echo "$token,admin,admin,system:masters" >"$dir/certs/tokens.csv")
-fi
-token=$(cut -d, -f1 "$dir/certs/tokens.csv")
-if [ ! -s "$dir/certs/service-account.key" ]; then
-  (umask 077 && openssl ecparam -name prime256v1 -genkey -noout 2>/dev/null |
-    openssl pkcs8 -topk8 -nocrypt -out "$dir/certs/service-account.key")
-fi
-
-# Client certificates: the kubelet's node identity, and the apiserver's own identity towards
-# kubelets (logs, exec, port-forward), both signed by a local client CA kept across runs.
+# ----- PKI, kept across runs: one cluster CA signs the apiserver's serving certificate and every
+# component's client certificate (as kubeadm lays them out); the controller manager signs CSRs
+# with it. The service account key pair signs and verifies service account tokens.
 node=local-node
-certs="$dir/certs"
-if [ ! -s "$certs/client-ca.key" ]; then
-  (umask 077 && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
-    -keyout "$certs/client-ca.key" -out "$certs/client-ca.crt" -days 3650 \
-    -subj "/CN=local-up-client-ca" 2>/dev/null)
+pki="$dir/pki"
+ec_key() { openssl ecparam -name prime256v1 -genkey -noout 2>/dev/null | openssl pkcs8 -topk8 -nocrypt -out "$1"; }
+if [ ! -s "$pki/ca.key" ]; then
+  (umask 077 && ec_key "$pki/ca.key")
+  openssl req -x509 -new -key "$pki/ca.key" -out "$pki/ca.crt" -days 3650 \
+    -subj "/CN=kubernetes" -addext "keyUsage=critical,keyCertSign,cRLSign,digitalSignature" 2>/dev/null
 fi
-issue_client() { # name subject
-  [ -s "$certs/$1.crt" ] && return
-  (umask 077 && openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
-    -keyout "$certs/$1.key" -out "$certs/$1.csr" -subj "$2" 2>/dev/null)
-  openssl x509 -req -in "$certs/$1.csr" -CA "$certs/client-ca.crt" -CAkey "$certs/client-ca.key" \
-    -CAcreateserial -out "$certs/$1.crt" -days 3650 \
-    -extfile <(printf 'extendedKeyUsage=clientAuth\n') 2>/dev/null
+issue() { # name subject extensions
+  [ -s "$pki/$1.crt" ] && return
+  (umask 077 && ec_key "$pki/$1.key")
+  openssl req -new -key "$pki/$1.key" -out "$pki/$1.csr" -subj "$2" 2>/dev/null
+  openssl x509 -req -in "$pki/$1.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -CAcreateserial \
+    -out "$pki/$1.crt" -days 3650 -extfile <(printf '%s\n' "$3") 2>/dev/null
+  rm -f "$pki/$1.csr"
 }
-issue_client kubelet-client "/O=system:nodes/CN=system:node:$node"
-issue_client apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client"
+client='extendedKeyUsage=clientAuth'
+issue apiserver "/CN=kube-apiserver" "extendedKeyUsage=serverAuth
+subjectAltName=DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,IP:127.0.0.1,IP:10.0.0.1"
+issue admin "/O=system:masters/CN=kubernetes-admin" "$client"
+issue kube-scheduler "/CN=system:kube-scheduler" "$client"
+issue kube-controller-manager "/CN=system:kube-controller-manager" "$client"
+issue kubelet "/O=system:nodes/CN=system:node:$node" "$client"
+issue apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" "$client"
+[ -s "$pki/sa.key" ] || (umask 077 && ec_key "$pki/sa.key")
+[ -s "$pki/sa.pub" ] || openssl ec -in "$pki/sa.key" -pubout -out "$pki/sa.pub" 2>/dev/null
+kubeconfig() { # file user
+  cat >"$1" <<KUBECONFIG
+apiVersion: v1
+kind: Config
+clusters:
+- name: local
+  cluster:
+    server: https://127.0.0.1:$port
+    certificate-authority: $pki/ca.crt
+users:
+- name: $2
+  user:
+    client-certificate: $pki/$2.crt
+    client-key: $pki/$2.key
+contexts:
+- name: local
+  context:
+    cluster: local
+    user: $2
+current-context: local
+KUBECONFIG
+}
+kubeconfig "$dir/admin.kubeconfig" admin
+kubeconfig "$dir/scheduler.kubeconfig" kube-scheduler
+kubeconfig "$dir/controller-manager.kubeconfig" kube-controller-manager
+kubeconfig "$dir/kubelet.kubeconfig" kubelet
 
-"$bin/kube-apiserver" --secure-port="$port" --bind-address=127.0.0.1 --cert-dir="$dir/certs" \
+"$bin/kube-apiserver" --secure-port="$port" --bind-address=127.0.0.1 \
   "${storage[@]}" \
-  --client-ca-file="$certs/client-ca.crt" \
-  --kubelet-client-certificate="$certs/apiserver-kubelet-client.crt" \
-  --kubelet-client-key="$certs/apiserver-kubelet-client.key" \
+  --tls-cert-file="$pki/apiserver.crt" --tls-private-key-file="$pki/apiserver.key" \
+  --client-ca-file="$pki/ca.crt" \
+  --kubelet-client-certificate="$pki/apiserver-kubelet-client.crt" \
+  --kubelet-client-key="$pki/apiserver-kubelet-client.key" \
   --kubelet-preferred-address-types=InternalIP,Hostname \
-  --token-auth-file="$dir/certs/tokens.csv" \
   --authorization-mode=Node,RBAC \
   --service-account-issuer=https://kubernetes.default.svc.cluster.local \
-  --service-account-signing-key-file="$dir/certs/service-account.key" \
-  --service-account-key-file="$dir/certs/service-account.key" \
+  --service-account-signing-key-file="$pki/sa.key" \
+  --service-account-key-file="$pki/sa.pub" \
   >"$dir/logs/kube-apiserver.log" 2>&1 &
 pids+=($!)
 
+api() { curl -fsS --cacert "$pki/ca.crt" --cert "$pki/admin.crt" --key "$pki/admin.key" "https://127.0.0.1:$port$1"; }
 for _ in $(seq 1 200); do
-  if curl -fsS --cacert "$dir/certs/apiserver.crt" "https://127.0.0.1:$port/readyz" >/dev/null 2>&1; then
-    break
-  fi
+  api /readyz >/dev/null 2>&1 && break
   if ! kill -0 "${pids[0]}" 2>/dev/null; then
     echo "kube-apiserver exited; its log:" >&2
     cat "$dir/logs/kube-apiserver.log" >&2
@@ -103,37 +129,16 @@ for _ in $(seq 1 200); do
   sleep 0.05
 done
 
-cat >"$dir/admin.kubeconfig" <<KUBECONFIG
-apiVersion: v1
-kind: Config
-clusters:
-- name: local
-  cluster:
-    server: https://127.0.0.1:$port
-    certificate-authority: $dir/certs/apiserver.crt
-users:
-- name: admin
-  user:
-    token: $token
-contexts:
-- name: local
-  context:
-    cluster: local
-    user: admin
-current-context: local
-KUBECONFIG
-
-# The scheduler talks to the apiserver with the admin's kubeconfig (its own client
-# certificate arrives with the PKI of the full local cluster).
-"$bin/kube-scheduler" --kubeconfig="$dir/admin.kubeconfig" --leader-elect=false \
+"$bin/kube-scheduler" --kubeconfig="$dir/scheduler.kubeconfig" --leader-elect=false \
   --secure-port=0 >"$dir/logs/kube-scheduler.log" 2>&1 &
 pids+=($!)
 
-# The controller manager publishes the apiserver's CA as kube-root-ca.crt and signs legacy
-# service account tokens with the key the apiserver verifies them with.
-"$bin/kube-controller-manager" --kubeconfig="$dir/admin.kubeconfig" --leader-elect=false \
-  --secure-port=0 --root-ca-file="$dir/certs/apiserver.crt" \
-  --service-account-private-key-file="$dir/certs/service-account.key" \
+# Each controller runs as its own service account (upstream's RBAC roles assume it); the
+# controller manager publishes the CA as kube-root-ca.crt and signs CSRs with it.
+"$bin/kube-controller-manager" --kubeconfig="$dir/controller-manager.kubeconfig" \
+  --leader-elect=false --secure-port=0 --use-service-account-credentials \
+  --root-ca-file="$pki/ca.crt" --service-account-private-key-file="$pki/sa.key" \
+  --cluster-signing-cert-file="$pki/ca.crt" --cluster-signing-key-file="$pki/ca.key" \
   >"$dir/logs/kube-controller-manager.log" 2>&1 &
 pids+=($!)
 
@@ -186,6 +191,11 @@ cleanup_containerd() {
     umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
   done
   ip link del "$pod_bridge" 2>/dev/null || true
+  # The kubelet's cgroupRoot, empty once every container is gone.
+  for c in /sys/fs/cgroup/*/local-up /sys/fs/cgroup/local-up; do
+    [ -d "$c" ] && find "$c" -depth -type d -exec rmdir {} + 2>/dev/null
+  done
+  true
 }
 trap 'cleanup; cleanup_containerd' INT TERM EXIT
 for _ in $(seq 1 200); do
@@ -208,26 +218,6 @@ done
 # before serving logs, exec and port-forward.
 kdir="$dir/kubelet"
 mkdir -p "$kdir/root" "$kdir/pki" "$dir/manifests" "$dir/pod-logs"
-cat >"$kdir/kubeconfig" <<KUBECONFIG
-apiVersion: v1
-kind: Config
-clusters:
-- name: local
-  cluster:
-    server: https://127.0.0.1:$port
-    certificate-authority: $certs/apiserver.crt
-users:
-- name: kubelet
-  user:
-    client-certificate: $certs/kubelet-client.crt
-    client-key: $certs/kubelet-client.key
-contexts:
-- name: local
-  context:
-    cluster: local
-    user: kubelet
-current-context: local
-KUBECONFIG
 cat >"$kdir/config.yaml" <<CONFIG
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -243,26 +233,47 @@ evictionHard:
   nodefs.available: 1Gi
   imagefs.available: 1Gi
   nodefs.inodesFree: 5%
+# Image GC off: no registry is reachable, so a removed image (busybox:1.36 while no pod uses it)
+# would never come back, and a developer's disk is often fuller than upstream's 85% trigger.
+imageGCHighThresholdPercent: 100
 authentication:
   anonymous:
     enabled: false
   webhook:
     enabled: true
   x509:
-    clientCAFile: $certs/client-ca.crt
+    clientCAFile: $pki/ca.crt
 authorization:
   mode: Webhook
 CONFIG
-"$bin/kubelet" --config="$kdir/config.yaml" --kubeconfig="$kdir/kubeconfig" \
+"$bin/kubelet" --config="$kdir/config.yaml" --kubeconfig="$dir/kubelet.kubeconfig" \
   --hostname-override="$node" --node-ip=127.0.0.1 --root-dir="$kdir/root" \
   --cert-dir="$kdir/pki" >"$dir/logs/kubelet.log" 2>&1 &
 pids+=($!)
 # ----- end kubelet -----
 
+ready=""
+for _ in $(seq 1 600); do
+  # Ready also means pods can be created: the default namespace's service account exists.
+  if api "/api/v1/nodes/$node" 2>/dev/null | tr -d ' \n' | grep -q '"status":"True","type":"Ready"' &&
+    api /api/v1/namespaces/default/serviceaccounts/default >/dev/null 2>&1; then
+    ready=1
+    break
+  fi
+  for pid in "${pids[@]}"; do
+    if ! kill -0 "$pid" 2>/dev/null; then
+      echo "a component exited (pid $pid); logs in $dir/logs" >&2
+      exit 1
+    fi
+  done
+  sleep 0.05
+done
+[ -n "$ready" ] || echo "warning: node $node is not Ready after 30 s; see $dir/logs/kubelet.log" >&2
+
 cat <<MSG
-Local cluster is running (logs in $dir/logs).
+Local cluster is running: node $node is Ready$([ -n "$ready" ] || echo " (not yet)"), $SECONDS s after the start.
   export KUBECONFIG=$dir/admin.kubeconfig
-  kubectl version
-Press Ctrl-C to stop it.
+  kubectl get nodes
+Logs: $dir/logs/<component>.log. Press Ctrl-C (or send SIGTERM) to stop it.
 MSG
 wait "${pids[0]}"

@@ -4,8 +4,10 @@
 pub use k8s_openapi;
 
 pub mod defaults;
+pub mod duration;
 pub mod fields;
 pub mod labels;
 pub mod registry;
 pub mod resource;
+pub mod strategicpatch;
 pub mod validation;

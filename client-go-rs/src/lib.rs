@@ -6,6 +6,7 @@ pub mod client;
 pub mod config;
 pub mod events;
 pub mod informers;
+pub mod jsonpath;
 pub mod leaderelection;
 pub mod listers;
 pub mod workqueue;

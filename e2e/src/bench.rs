@@ -1,6 +1,10 @@
 //! What the benchmark binaries share: an HTTP/2 client to the apiserver, a pool of workers
 //! over it, and the CPU and memory of a process read from /proc.
 
+mod flags;
+
+pub use flags::Flags;
+
 use crate::apiserver::ApiServer;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
@@ -125,14 +129,23 @@ pub fn usage(pid: u32) -> (f64, f64) {
     };
     // utime and stime are fields 14 and 15 of stat, 12 and 13 after the command.
     let cpu = (ticks(11) + ticks(12)) / 100.0;
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let hwm_kib = status
+    (cpu, status_kib(pid, "VmHWM:") / 1024.0)
+}
+
+/// Current RSS of a process in MiB (VmRSS: unlike the peak, it sums over many processes).
+pub fn rss_mib(pid: u32) -> f64 {
+    status_kib(pid, "VmRSS:") / 1024.0
+}
+
+/// A `kB` field of `/proc/<pid>/status` (0 when the process is gone).
+fn status_kib(pid: u32, field: &str) -> f64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
         .lines()
-        .find(|l| l.starts_with("VmHWM:"))
+        .find(|l| l.starts_with(field))
         .and_then(|l| l.split_whitespace().nth(1))
         .and_then(|v| v.parse::<f64>().ok())
-        .unwrap_or(0.0);
-    (cpu, hwm_kib / 1024.0)
+        .unwrap_or(0.0)
 }
 
 pub fn apiserver_pid(api_dir: &std::path::Path) -> Option<u32> {

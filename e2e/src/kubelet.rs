@@ -9,8 +9,10 @@
 
 mod certs;
 mod cgroups;
+mod cluster;
 mod testing;
 
+pub use cluster::{Host, KubeletCluster};
 pub use testing::{admin_client, poll};
 
 use crate::apiserver::{ApiServer, Backend};
@@ -22,7 +24,7 @@ use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-pub use certs::NodeCerts;
+pub use certs::{NodeCerts, issue_for_server};
 pub use cgroups::remove_cgroup_tree;
 
 /// A hang guard for the kubelet's start, not a timing assertion.
@@ -87,6 +89,63 @@ impl Kubelet {
         std::fs::create_dir_all(dir)?;
         let dir = dir.canonicalize()?;
         let certs = certs::issue(&dir.join("pki"), api, node_name)?;
+        Self::start_with_certs(
+            &dir,
+            certs,
+            containerd,
+            node_name,
+            extra_config,
+            extra_flags,
+        )
+        .await
+    }
+
+    /// [`Kubelet::start`] with credentials issued by the caller (e.g. with
+    /// [`certs::issue_for_server`] for an apiserver the kubelet itself is to start as a static
+    /// pod): nothing here talks to an apiserver.
+    pub async fn start_with_certs(
+        dir: &Path,
+        certs: NodeCerts,
+        containerd: &Containerd,
+        node_name: &str,
+        extra_config: Value,
+        extra_flags: &[&str],
+    ) -> anyhow::Result<Self> {
+        Self::launch(
+            dir,
+            certs,
+            Some(containerd),
+            node_name,
+            extra_config,
+            extra_flags,
+        )
+        .await
+    }
+
+    /// A `--hollow` kubelet (the test mode of issue 10): no containerd, its pods run in an
+    /// in-process fake runtime; otherwise as [`Kubelet::start`].
+    pub async fn start_hollow(
+        dir: &Path,
+        api: &ApiServer,
+        node_name: &str,
+        extra_config: Value,
+    ) -> anyhow::Result<Self> {
+        std::fs::create_dir_all(dir)?;
+        let dir = dir.canonicalize()?;
+        let certs = certs::issue(&dir.join("pki"), api, node_name)?;
+        Self::launch(&dir, certs, None, node_name, extra_config, &["--hollow"]).await
+    }
+
+    async fn launch(
+        dir: &Path,
+        certs: NodeCerts,
+        containerd: Option<&Containerd>,
+        node_name: &str,
+        extra_config: Value,
+        extra_flags: &[&str],
+    ) -> anyhow::Result<Self> {
+        std::fs::create_dir_all(dir)?;
+        let dir = dir.canonicalize()?;
         let (port, healthz_port, read_only_port) = (free_port(), free_port(), free_port());
         let cgroup_root = format!("/kt-{}", random_suffix());
         for sub in ["root", "pod-logs", "manifests"] {
@@ -108,7 +167,6 @@ impl Kubelet {
                 "anonymous": {"enabled": false},
             },
             "authorization": {"mode": "Webhook"},
-            "containerRuntimeEndpoint": containerd.endpoint(),
             "podLogsDir": dir.join("pod-logs"),
             "staticPodPath": dir.join("manifests"),
             "cgroupDriver": "cgroupfs",
@@ -127,7 +185,13 @@ impl Kubelet {
                 "nodefs.available": "1%",
                 "imagefs.available": "1%",
             },
+            // No registry is reachable: an image the GC removes cannot come back, and this
+            // disk is fuller than upstream's 85% trigger. 100 turns image GC off.
+            "imageGCHighThresholdPercent": 100,
         });
+        if let Some(containerd) = containerd {
+            config["containerRuntimeEndpoint"] = json!(containerd.endpoint());
+        }
         if !extra_config.is_null() {
             json_merge(&mut config, extra_config);
         }
@@ -160,7 +224,10 @@ impl Kubelet {
                 .as_str()
                 .unwrap_or(&cgroup_root)
                 .to_string(),
-            runtime_socket: containerd.socket_path(),
+            runtime_socket: containerd.map_or_else(
+                || dir.join("root").join("hollow").join("cri.sock"),
+                Containerd::socket_path,
+            ),
             certs,
             runs: 0,
             dir,
@@ -198,6 +265,11 @@ impl Kubelet {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         anyhow::bail!("kubelet /healthz not ok after {PATIENCE:?}: {last}")
+    }
+
+    /// The running process's id.
+    pub fn pid(&self) -> Option<u32> {
+        self.daemon.as_ref().map(Daemon::pid)
     }
 
     /// kill -9: no chance to finish anything; its containers keep running.

@@ -34,18 +34,35 @@ impl Served {
         ];
         all.extend(args);
         let daemon = Daemon::start(&bin(name), &all, dir)?;
-        let served = Self {
+        let mut served = Self {
             name,
             daemon: Some(daemon),
             dir: dir.to_path_buf(),
             port,
         };
-        if let Err(err) =
-            https::wait_ok(served.addr(), &served.ca_file(), "/healthz", patience).await
-        {
+        if let Err(err) = served.wait_healthy(patience).await {
             anyhow::bail!("{err:#}\n----- {name} log -----\n{}", served.logs());
         }
         Ok(served)
+    }
+
+    /// Waits for `/healthz` to answer 200, giving up at once if the process exits.
+    async fn wait_healthy(&mut self, patience: Duration) -> anyhow::Result<()> {
+        let deadline = std::time::Instant::now() + patience;
+        loop {
+            let last = match https::get(self.addr(), &self.ca_file(), "/healthz").await {
+                Ok((200, _)) => return Ok(()),
+                Ok((status, body)) => format!("status {status}: {body}"),
+                Err(err) => format!("{err:#}"),
+            };
+            if self.exited() {
+                anyhow::bail!("{} exited before /healthz answered: {last}", self.name);
+            }
+            if std::time::Instant::now() > deadline {
+                anyhow::bail!("/healthz not ok after {patience:?}: {last}");
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     }
 
     /// Where it serves `/healthz`, `/metrics` and `/configz`.

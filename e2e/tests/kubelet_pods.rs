@@ -5,10 +5,10 @@
 //! removes the sandbox and the API object, and a kubelet restart that keeps its containers.
 
 use e2e::containerd::{BUSYBOX_136_IMAGE, BUSYBOX_IMAGE, Containerd};
-use e2e::kubelet::{Kubelet, admin_client, poll, start_apiserver};
+use e2e::kubelet::{KubeletCluster, poll};
 use k8s_cri::v1::runtime_service_client::RuntimeServiceClient;
 use k8s_cri::v1::{ListPodSandboxRequest, PodSandboxFilter};
-use k8s_openapi::api::core::v1::{ContainerStatus, Node, Pod};
+use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
 use kube::api::{Api, DeleteParams, PostParams};
 use serde_json::json;
 use std::time::{Duration, Instant};
@@ -103,58 +103,14 @@ async fn sandboxes_of(containerd: &Containerd, uid: &str) -> usize {
     .len()
 }
 
-struct Node1 {
-    // Field order is drop order: the kubelet stops before containerd and the apiserver.
-    kubelet: Kubelet,
-    containerd: Containerd,
-    api: e2e::apiserver::ApiServer,
-    client: kube::Client,
-    kubeconfig: std::path::PathBuf,
-    _tmp: tempfile::TempDir,
-}
-
-async fn node(name: &str) -> Node1 {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().to_path_buf();
-    let containerd =
-        tokio::task::spawn_blocking(move || Containerd::start(&dir.join("containerd")))
-            .await
-            .unwrap()
-            .expect("containerd");
-    let (api, pki) = start_apiserver(&tmp.path().join("api"), &[])
-        .await
-        .expect("apiserver");
-    let kubelet = Kubelet::start(
-        &tmp.path().join("kubelet"),
-        &api,
-        &containerd,
-        name,
-        serde_json::Value::Null,
-        &[],
-    )
-    .await
-    .expect("kubelet");
-    let client = admin_client(&api, &pki, tmp.path()).await;
-    let kubeconfig = tmp.path().join("admin.kubeconfig");
-    let nodes: Api<Node> = Api::all(client.clone());
-    poll("the node to register", &|| kubelet.logs(), async || {
-        nodes.get(name).await.map(|_| ()).map_err(|e| e.to_string())
-    })
-    .await;
-    Node1 {
-        kubelet,
-        containerd,
-        api,
-        client,
-        kubeconfig,
-        _tmp: tmp,
-    }
+async fn node(name: &str) -> KubeletCluster {
+    KubeletCluster::start(name, serde_json::Value::Null).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pod_lifecycle_on_containerd() {
-    let n = node("pods-node").await;
-    let logs = || n.kubelet.logs();
+    let mut n = node("pods-node").await;
+    let logs = || n.logs();
     let pods: Api<Pod> = Api::namespaced(n.client.clone(), "default");
     let create = async |p: Pod| {
         pods.create(&PostParams::default(), &p)
@@ -279,10 +235,9 @@ async fn pod_lifecycle_on_containerd() {
 
     // 5. A kubelet killed and restarted keeps its containers and picks their state up.
     let web_container = running_ready(&get("web").await.unwrap()).unwrap();
-    let mut kubelet = n.kubelet;
-    kubelet.kill();
-    kubelet.restart().await.expect("kubelet restart");
-    let logs = || kubelet.logs();
+    n.kubelet.kill();
+    n.kubelet.restart().await.expect("kubelet restart");
+    let logs = || n.logs();
     create(pod("after", "pods-node", "Always", "sleep 3600", json!({}))).await;
     poll(
         "a pod created after the restart to run",
@@ -320,8 +275,6 @@ async fn pod_lifecycle_on_containerd() {
         },
     )
     .await;
-    drop(kubelet);
-    drop(n.api);
 }
 
 /// The acceptance: the real kubectl runs a busybox Deployment of 3 through our scheduler and
@@ -329,7 +282,7 @@ async fn pod_lifecycle_on_containerd() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deployment_of_three_with_kubectl() {
     let n = node("deploy-node").await;
-    let dir = n._tmp.path().join("control");
+    let dir = n.dir().join("control");
     let scheduler = e2e::scheduler::Scheduler::start(&dir.join("scheduler"), &n.api, None, &[])
         .await
         .expect("scheduler");

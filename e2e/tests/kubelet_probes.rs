@@ -5,10 +5,10 @@
 //! it passes. Files are changed with CRI ExecSync, so nothing depends on timing in the pods.
 
 use e2e::containerd::{BUSYBOX_IMAGE, Containerd};
-use e2e::kubelet::{Kubelet, admin_client, poll, start_apiserver};
+use e2e::kubelet::{KubeletCluster, poll};
 use k8s_cri::v1::ExecSyncRequest;
 use k8s_cri::v1::runtime_service_client::RuntimeServiceClient;
-use k8s_openapi::api::core::v1::{ContainerStatus, Node, Pod};
+use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
 use kube::api::{Api, PostParams};
 use serde_json::json;
 
@@ -85,35 +85,10 @@ async fn exec(containerd: &Containerd, id: &str, script: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn liveness_readiness_and_startup_probes() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().to_path_buf();
-    let containerd =
-        tokio::task::spawn_blocking(move || Containerd::start(&dir.join("containerd")))
-            .await
-            .unwrap()
-            .expect("containerd");
-    let (api, pki) = start_apiserver(&tmp.path().join("api"), &[])
-        .await
-        .expect("apiserver");
     let node = "probe-node";
-    let kubelet = Kubelet::start(
-        &tmp.path().join("kubelet"),
-        &api,
-        &containerd,
-        node,
-        serde_json::Value::Null,
-        &[],
-    )
-    .await
-    .expect("kubelet");
-    let client = admin_client(&api, &pki, tmp.path()).await;
-    let logs = || kubelet.logs();
-    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
-    let nodes: Api<Node> = Api::all(client.clone());
-    poll("the node to register", &logs, async || {
-        nodes.get(node).await.map(|_| ()).map_err(|e| e.to_string())
-    })
-    .await;
+    let n = KubeletCluster::start(node, serde_json::Value::Null).await;
+    let logs = || n.logs();
+    let pods: Api<Pod> = Api::namespaced(n.client.clone(), "default");
 
     let live = pod(
         "live",
@@ -188,7 +163,7 @@ async fn liveness_readiness_and_startup_probes() {
     let p = pods.get("web").await.unwrap();
     assert!(!main_status(&p).unwrap().ready);
     assert_ne!(pod_ready(&p).as_deref(), Some("True"));
-    exec(&containerd, &web_id, "echo ok > /tmp/ready").await;
+    exec(&n.containerd, &web_id, "echo ok > /tmp/ready").await;
     poll("web to become ready", &logs, async || {
         let p = pods.get("web").await.map_err(|e| e.to_string())?;
         let ready = main_status(&p)?.ready;
@@ -199,7 +174,7 @@ async fn liveness_readiness_and_startup_probes() {
         }
     })
     .await;
-    exec(&containerd, &web_id, "rm /tmp/ready").await;
+    exec(&n.containerd, &web_id, "rm /tmp/ready").await;
     poll("web to become unready", &logs, async || {
         let p = pods.get("web").await.map_err(|e| e.to_string())?;
         let c = main_status(&p)?;
@@ -218,7 +193,7 @@ async fn liveness_readiness_and_startup_probes() {
     );
 
     // Startup passes: started, and (no readiness probe) ready.
-    exec(&containerd, &slow_id, "touch /tmp/started").await;
+    exec(&n.containerd, &slow_id, "touch /tmp/started").await;
     poll("slow to start and become ready", &logs, async || {
         let c = main_status(&pods.get("slow").await.map_err(|e| e.to_string())?)?;
         if c.started == Some(true) && c.ready {
@@ -230,6 +205,4 @@ async fn liveness_readiness_and_startup_probes() {
     .await;
     let c = main_status(&pods.get("slow").await.unwrap()).unwrap();
     assert_eq!(c.restart_count, 0);
-    drop(kubelet);
-    drop(containerd);
 }

@@ -30,6 +30,7 @@ fn config(authorizer_deny: bool, max_ro: usize, max_mut: usize) -> StackConfig {
         },
         max_requests_inflight: max_ro,
         max_mutating_requests_inflight: max_mut,
+        request_timeout: std::time::Duration::from_secs(60),
         audit: None,
     }
 }
@@ -348,4 +349,59 @@ async fn requests_are_counted_with_upstream_labels() {
                 && l.contains("metrics.test")),
         "duration histogram missing"
     );
+}
+
+/// A handler that never answers: only the request deadline ends its requests.
+async fn stuck(_req: Request<()>) -> Result<Response<Body>, Infallible> {
+    std::future::pending().await
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stuck_request_is_answered_504_at_the_deadline_but_a_watch_is_not() {
+    let cfg = StackConfig {
+        request_timeout: std::time::Duration::from_secs(60),
+        ..config(false, 0, 0)
+    };
+    let svc = stack(tower::service_fn(stuck), &cfg);
+    let started = tokio::time::Instant::now();
+    let resp = svc
+        .clone()
+        .oneshot(request("GET", "/api/v1/namespaces/ns/pods/p", None))
+        .await
+        .expect("response");
+    assert_eq!(started.elapsed(), std::time::Duration::from_secs(60));
+    assert_eq!(resp.status(), StatusCode::GATEWAY_TIMEOUT);
+    assert_eq!(
+        json_body(resp).await,
+        json!({
+            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": "Timeout: request did not complete within requested timeout - context deadline exceeded",
+            "reason": "Timeout", "code": 504
+        })
+    );
+
+    // A shorter ?timeout= wins; a malformed one is a 400.
+    let started = tokio::time::Instant::now();
+    let resp = svc
+        .clone()
+        .oneshot(request(
+            "PATCH",
+            "/api/v1/namespaces/ns/pods/p/status?timeout=5s",
+            None,
+        ))
+        .await
+        .expect("response");
+    assert_eq!(resp.status(), StatusCode::GATEWAY_TIMEOUT);
+    assert_eq!(started.elapsed(), std::time::Duration::from_secs(5));
+    let resp = svc
+        .clone()
+        .oneshot(request("GET", "/api/v1/pods?timeout=soon", None))
+        .await
+        .expect("response");
+    assert_eq!(resp.status(), StatusCode::BAD_REQUEST);
+
+    // Long-running requests have no deadline.
+    let watch = svc.oneshot(request("GET", "/api/v1/pods?watch=1", None));
+    let waited = tokio::time::timeout(std::time::Duration::from_secs(3600), watch).await;
+    assert!(waited.is_err(), "the watch was cut: {waited:?}");
 }

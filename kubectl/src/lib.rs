@@ -3,3 +3,10 @@
 
 pub mod app;
 pub mod cmd;
+pub mod discovery;
+pub mod errors;
+pub mod factory;
+pub mod kubeconfig;
+pub mod printers;
+pub mod remotecommand;
+pub mod resource;

@@ -9,12 +9,14 @@
 mod env;
 mod expand;
 mod fields;
+mod lister;
 mod services;
 mod source;
 
 pub use env::{EnvContext, EnvError, is_env_var_name, make_environment};
 pub use expand::{expand, expand_command_and_args};
 pub use fields::{Allocatable, format_map, metadata_field, pod_field, resource_field};
+pub use lister::ServiceLister;
 pub use services::service_env;
 pub use source::{ClientSource, ObjectSource};
 

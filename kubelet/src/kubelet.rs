@@ -3,6 +3,7 @@
 //! Owner: the core engineer.
 
 pub mod admission;
+mod evict;
 pub mod helper;
 pub mod hooks;
 mod housekeeping;
@@ -66,6 +67,8 @@ pub struct Deps {
     pub volumes: Arc<dyn VolumeHost>,
     pub cgroups: Arc<dyn CgroupHost>,
     pub mirror: MirrorClient,
+    /// Services for service-link env vars.
+    pub services: crate::envvars::ServiceLister,
 }
 
 /// The kubelet's pod machinery.
@@ -80,6 +83,7 @@ pub struct Kubelet {
     pub volumes: Arc<dyn VolumeHost>,
     pub cgroups: Arc<dyn CgroupHost>,
     pub mirror: MirrorClient,
+    pub services: crate::envvars::ServiceLister,
     pub cache: Arc<Cache>,
     pub pleg: Arc<Pleg>,
     pleg_events: Mutex<Option<tokio::sync::mpsc::Receiver<crate::pleg::PodLifecycleEvent>>>,
@@ -108,6 +112,7 @@ impl Kubelet {
             volumes: deps.volumes,
             cgroups: deps.cgroups,
             mirror: deps.mirror,
+            services: deps.services,
             cache: cache.clone(),
             pleg,
             pleg_events: Mutex::new(Some(events)),

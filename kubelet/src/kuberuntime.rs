@@ -5,9 +5,11 @@ mod actions;
 mod backoff;
 mod container_config;
 mod credentials;
-mod cri;
+pub(crate) mod cri;
 mod events;
+mod gc;
 mod hooks;
+mod image_list;
 mod images;
 mod kill;
 mod labels;
@@ -21,7 +23,9 @@ mod status;
 mod sync;
 
 pub use actions::{ContainerToKill, KillReason, PodActions, compute_pod_actions};
-pub use events::{EventRecorder, RuntimeEvent};
+pub use events::{EventRecorder, RuntimeEvent, api_recorder, field_path, pod_reference};
+pub use gc::GcPolicy;
+pub use image_list::RuntimeImage;
 pub use images::{ImageRef, parse_image};
 pub use labels::hash_container;
 pub use resources::{QosClass, qos_class};
@@ -136,6 +140,8 @@ pub struct RuntimeManager {
     image_backoff: Mutex<Backoff>,
     pull_lock: tokio::sync::Mutex<()>,
     events: parking_lot::RwLock<Option<EventRecorder>>,
+    /// Container GC's period and last run.
+    container_gc: Mutex<gc::GcSchedule>,
 }
 
 impl RuntimeManager {
@@ -170,6 +176,7 @@ impl RuntimeManager {
             image_backoff: Mutex::new(Backoff::kubelet_default()),
             pull_lock: tokio::sync::Mutex::new(()),
             events: parking_lot::RwLock::new(None),
+            container_gc: Mutex::new(gc::GcSchedule::default()),
         })
     }
 

@@ -13,14 +13,16 @@ pub mod resources;
 pub mod updater;
 
 use crate::app::config::{Config, EvictionThreshold};
+use crate::eviction::signals::Condition;
 use api_types::resource::ResourceList;
 use k8s_openapi::api::core::v1::{ContainerImage, Node, Taint};
 use parking_lot::RwLock;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 /// The kubelet's version as nodeInfo reports it.
@@ -86,8 +88,6 @@ pub struct NodeOptions {
     pub update_frequency: Duration,
     pub report_frequency: Duration,
     pub lease_duration_seconds: i32,
-    /// How long a pressure condition stays True after its threshold is no longer crossed.
-    pub pressure_transition_period: Duration,
 }
 
 impl NodeOptions {
@@ -109,7 +109,6 @@ impl NodeOptions {
             update_frequency: k.node_status_update_frequency,
             report_frequency: k.node_status_report_frequency,
             lease_duration_seconds: k.node_lease_duration_seconds,
-            pressure_transition_period: k.eviction_pressure_transition_period,
         }
     }
 }
@@ -121,6 +120,10 @@ pub struct NodeHandle {
     ips: Arc<Vec<IpAddr>>,
     name: Arc<str>,
     ready_errors: Arc<RwLock<BTreeMap<String, String>>>,
+    /// The pressure conditions in force, from the eviction manager.
+    pressure: Arc<RwLock<BTreeSet<Condition>>>,
+    /// Wakes the status loop when they change, so they are posted at once.
+    pressure_changed: Arc<Notify>,
 }
 
 impl NodeHandle {
@@ -130,7 +133,14 @@ impl NodeHandle {
             ips: Arc::new(ips),
             name: name.into(),
             ready_errors: Arc::default(),
+            pressure: Arc::default(),
+            pressure_changed: Arc::default(),
         }
+    }
+
+    /// The pressure conditions in force (none until the eviction manager reports).
+    pub fn pressure(&self) -> BTreeSet<Condition> {
+        self.pressure.read().clone()
     }
 
     /// The node's name.
@@ -164,6 +174,17 @@ impl NodeHandle {
 
     fn set_node(&self, node: Node) {
         *self.node.write() = Some(node);
+    }
+}
+
+impl crate::eviction::PressureSink for NodeHandle {
+    fn set_pressure(&self, conditions: &BTreeSet<Condition>) {
+        let mut current = self.pressure.write();
+        if *current != *conditions {
+            *current = conditions.clone();
+            drop(current);
+            self.pressure_changed.notify_one();
+        }
     }
 }
 

@@ -8,6 +8,7 @@ pub use cache::Cache;
 
 use crate::container::{ContainerState, PodRuntimeStatus, RuntimePod, SandboxState};
 use crate::kuberuntime::RuntimeManager;
+use futures::StreamExt;
 use parking_lot::Mutex;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -19,6 +20,9 @@ use tokio_util::sync::CancellationToken;
 pub const RELIST_PERIOD: Duration = Duration::from_secs(1);
 /// A relist older than this makes the kubelet unhealthy.
 pub const RELIST_THRESHOLD: Duration = Duration::from_secs(180);
+/// Pods inspected at once by one relist: a burst of new pods changes them all in one relist,
+/// and inspecting them one after another delayed the last ones' events by the sum.
+const INSPECTORS: usize = 8;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum EventType {
@@ -149,6 +153,9 @@ pub struct Pleg {
     cache: Arc<Cache>,
     events: mpsc::Sender<PodLifecycleEvent>,
     state: tokio::sync::Mutex<State>,
+    /// The last listing, readable while a relist is in progress (housekeeping reads it from
+    /// the sync loop, which must not wait for a relist's inspections).
+    listed: Mutex<Arc<Vec<RuntimePod>>>,
     last_relist: Mutex<Option<Instant>>,
     started: Instant,
 }
@@ -164,6 +171,7 @@ impl Pleg {
             cache,
             events: tx,
             state: tokio::sync::Mutex::default(),
+            listed: Mutex::default(),
             last_relist: Mutex::new(None),
             started: Instant::now(),
         });
@@ -201,9 +209,9 @@ impl Pleg {
         Ok(())
     }
 
-    /// The pods of the last relist.
+    /// The pods of the last listing.
     pub async fn pods(&self) -> Vec<RuntimePod> {
-        self.state.lock().await.old.values().cloned().collect()
+        self.listed.lock().as_ref().clone()
     }
 
     /// One relist: list, diff against the previous listing, inspect the pods that changed,
@@ -213,6 +221,7 @@ impl Pleg {
         let at = Instant::now();
         let pods = self.runtime.get_pods(true).await?;
         *self.last_relist.lock() = Some(at);
+        *self.listed.lock() = Arc::new(pods.clone());
         let new: HashMap<String, RuntimePod> =
             pods.into_iter().map(|p| (p.uid.clone(), p)).collect();
         let mut uids: Vec<&String> = state
@@ -224,7 +233,7 @@ impl Pleg {
             .collect();
         uids.sort();
         let mut all_events = Vec::new();
-        let mut failed = HashSet::new();
+        let mut inspect = Vec::new();
         for uid in uids {
             let events = compute_events(uid, state.old.get(uid), new.get(uid));
             if events.is_empty() && !state.reinspect.contains(uid) {
@@ -232,23 +241,45 @@ impl Pleg {
             }
             match new.get(uid) {
                 Some(pod) => {
-                    match self
-                        .runtime
-                        .get_pod_status(uid, &pod.name, &pod.namespace)
-                        .await
-                    {
-                        Ok(status) => self.cache.set(uid, status, at),
-                        Err(e) => {
-                            tracing::debug!(uid, error = %format!("{e:#}"), "PLEG could not inspect the pod");
-                            failed.insert(uid.clone());
-                        }
-                    }
+                    inspect.push((pod.uid.clone(), pod.name.clone(), pod.namespace.clone()))
                 }
                 // Gone: the cache answers with an empty status from the relist time on.
                 None => self.cache.delete(uid),
             }
             all_events.extend(events);
         }
+        let runtime = &self.runtime;
+        let inspected: Vec<(String, anyhow::Result<PodRuntimeStatus>)> =
+            futures::stream::iter(inspect)
+                .map(|(uid, name, namespace)| async move {
+                    let status = runtime.get_pod_status(&uid, &name, &namespace).await;
+                    (uid, status)
+                })
+                .buffer_unordered(INSPECTORS)
+                .collect()
+                .await;
+        let mut failed = HashSet::new();
+        for (uid, status) in inspected {
+            match status {
+                Ok(status) => self.cache.set(&uid, status, at),
+                Err(e) => {
+                    tracing::debug!(uid, error = %format!("{e:#}"), "PLEG could not inspect the pod");
+                    failed.insert(uid);
+                }
+            }
+        }
+        // A pod that could not be inspected keeps its old record and its events wait, as
+        // upstream's: the next relist finds the same changes again and sends them once the
+        // cache has the status they announce (a worker woken now would sync from a stale one
+        // and, with no event to come, wait for its periodic resync).
+        let mut new = new;
+        for uid in &failed {
+            match state.old.remove(uid) {
+                Some(old) => new.insert(uid.clone(), old),
+                None => new.remove(uid),
+            };
+        }
+        all_events.retain(|e| !failed.contains(&e.uid));
         state.old = new;
         state.reinspect = failed;
         self.cache.update_time(at);

@@ -16,7 +16,7 @@ pub use results::ProbeUpdate;
 pub use worker::Streak;
 
 use crate::container::{ContainerId, ProbeResult};
-use crate::kuberuntime::RuntimeManager;
+use crate::kuberuntime::{EventRecorder, RuntimeManager};
 use crate::status::StatusManager;
 use k8s_openapi::api::core::v1::{Container, ContainerStatus, Pod, PodStatus, Probe};
 use parking_lot::Mutex;
@@ -47,6 +47,8 @@ pub struct Inner {
     workers: Mutex<HashMap<WorkerKey, Handle>>,
     next_worker: AtomicU64,
     started: Instant,
+    /// Where `Unhealthy` events go; none until the kubelet installs its recorder.
+    events: parking_lot::RwLock<Option<EventRecorder>>,
 }
 
 impl Inner {
@@ -105,8 +107,14 @@ impl ProbeManager {
                 workers: Mutex::default(),
                 next_worker: AtomicU64::new(0),
                 started: Instant::now(),
+                events: parking_lot::RwLock::new(None),
             }),
         }
+    }
+
+    /// Installs the recorder of the probes' `Unhealthy` events (the kubelet's).
+    pub fn set_event_recorder(&self, recorder: EventRecorder) {
+        *self.inner.events.write() = Some(recorder);
     }
 
     /// Starts a worker for every probe of the pod's containers (and sidecars) that has none;

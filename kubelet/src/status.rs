@@ -28,6 +28,13 @@ struct Entry {
     written: u64,
     /// The pod's containers are gone: its API object may be deleted once the status is written.
     deletable: bool,
+    /// The apiserver's status as last known (the answer to our last write, or the status the
+    /// pod arrived with): the writer patches from it without reading the pod first. None
+    /// after a failed write: the writer reads the pod.
+    base: Option<PodStatus>,
+    /// The resourceVersion our last write produced: an API copy older than it cannot tell
+    /// whether the write stuck.
+    written_rv: Option<u64>,
 }
 
 /// The latest status the kubelet computed for each pod, by uid; the writer to the apiserver.
@@ -81,6 +88,8 @@ impl StatusManager {
             version: 0,
             written: 0,
             deletable: false,
+            base: pod.status.clone(),
+            written_rv: None,
         });
         let mut status = status;
         // A terminal phase is final, whatever a later computation says.
@@ -103,6 +112,41 @@ impl StatusManager {
         if let Some(e) = self.statuses.write().get_mut(uid) {
             e.deletable = true;
         }
+        let _ = self.dirty_tx.send(uid.to_string());
+    }
+
+    /// Compares the apiserver's copy of a pod (from the watch) with what the kubelet last
+    /// wrote, as upstream's `needsReconcile`: when a copy newer than our last write still
+    /// differs from our status, the write did not stick (lost, or overwritten), so the pod is
+    /// written again from a fresh read.
+    pub fn reconcile(&self, pod: &Pod) {
+        let Some(uid) = pod.metadata.uid.as_deref() else {
+            return;
+        };
+        let copy_rv = pod
+            .metadata
+            .resource_version
+            .as_deref()
+            .and_then(|rv| rv.parse::<u64>().ok());
+        let mut statuses = self.statuses.write();
+        let Some(entry) = statuses.get_mut(uid) else {
+            return;
+        };
+        let settled = entry.written >= entry.version && entry.version > 0 && !entry.is_static;
+        let newer = matches!((copy_rv, entry.written_rv), (Some(copy), Some(ours)) if copy > ours);
+        if !settled || !newer {
+            return;
+        }
+        let api = pod.status.clone().unwrap_or_default();
+        let json = |s: &PodStatus| serde_json::to_value(s).unwrap_or_default();
+        let target = writer::target_status(entry, &api);
+        if patch::merge_diff(&json(&api), &json(&target)).is_none() {
+            return;
+        }
+        tracing::info!(pod = %format!("{}/{}", entry.namespace, entry.name), "the apiserver's pod status differs from the one written; writing it again");
+        entry.base = None;
+        entry.version += 1;
+        drop(statuses);
         let _ = self.dirty_tx.send(uid.to_string());
     }
 

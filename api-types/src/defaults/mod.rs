@@ -8,6 +8,7 @@ mod apps;
 mod batch;
 mod core;
 mod pod;
+mod scheduling;
 mod util;
 
 pub use apps::{
@@ -26,6 +27,7 @@ pub use pod::{
     default_ephemeral_container, default_pod, default_pod_spec, default_pod_template,
     default_pod_template_spec, default_probe, default_volume, image_pull_policy_for,
 };
+pub use scheduling::{DEFAULT_PREEMPTION_POLICY, default_priority_class};
 
 use k8s_openapi::api::{apps::v1 as apps_v1, batch::v1 as batch_v1, core::v1 as core_v1};
 
@@ -109,6 +111,11 @@ pub fn default_object(
         ("apps", "v1", "DaemonSet") => apply::<apps_v1::DaemonSet>(kind, obj, default_daemon_set)?,
         ("batch", "v1", "Job") => apply::<batch_v1::Job>(kind, obj, default_job)?,
         ("batch", "v1", "CronJob") => apply::<batch_v1::CronJob>(kind, obj, default_cron_job)?,
+        ("scheduling.k8s.io", "v1", "PriorityClass") => apply::<
+            k8s_openapi::api::scheduling::v1::PriorityClass,
+        >(
+            kind, obj, default_priority_class
+        )?,
         _ => return Ok(false),
     }
     Ok(true)

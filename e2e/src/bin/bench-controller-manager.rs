@@ -11,7 +11,7 @@
 //! prints one markdown table row (the header with `--header`).
 
 use e2e::apiserver::{ApiServer, Backend};
-use e2e::bench::{Client, apiserver_pid, usage};
+use e2e::bench::{Client, Flags, apiserver_pid, usage};
 use e2e::controller_manager::ControllerManager;
 use serde_json::{Value, json};
 use std::collections::HashSet;
@@ -32,33 +32,16 @@ struct Args {
 }
 
 fn parse_args() -> anyhow::Result<Args> {
-    let mut args = Args {
-        replicas: 1000,
-        pods: 10000,
-        markers: 16,
-        qps: 1000,
-        header: false,
+    let flags = Flags::from_env(
+        "bench-controller-manager [--replicas N] [--pods N] [--markers N] [--kube-api-qps N] [--header]",
+    )?;
+    let args = Args {
+        replicas: flags.value("--replicas", 1000)?,
+        pods: flags.value("--pods", 10000)?,
+        markers: flags.value("--markers", 16)?.max(1),
+        qps: flags.value("--kube-api-qps", 1000)?,
+        header: flags.switch("--header"),
     };
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        let mut value = || -> anyhow::Result<usize> {
-            Ok(it
-                .next()
-                .ok_or_else(|| anyhow::anyhow!("{flag} needs a value"))?
-                .parse()?)
-        };
-        match flag.as_str() {
-            "--replicas" => args.replicas = value()?,
-            "--pods" => args.pods = value()?,
-            "--markers" => args.markers = value()?.max(1),
-            "--kube-api-qps" => args.qps = value()? as u32,
-            "--header" => args.header = true,
-            other => anyhow::bail!(
-                "unknown flag {other}; usage: bench-controller-manager [--replicas N] [--pods N] \
-                 [--markers N] [--kube-api-qps N] [--header]"
-            ),
-        }
-    }
     anyhow::ensure!(
         args.pods >= args.replicas,
         "--pods must be at least --replicas"

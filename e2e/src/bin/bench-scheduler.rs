@@ -11,7 +11,7 @@
 //! prints one markdown table row (the header with `--header`).
 
 use e2e::apiserver::{ApiServer, Backend};
-use e2e::bench::{Client, apiserver_pid, percentile, run_all, usage};
+use e2e::bench::{Client, Flags, apiserver_pid, percentile, run_all, usage};
 use e2e::scheduler::Scheduler;
 use serde_json::{Value, json};
 use std::collections::HashSet;
@@ -34,35 +34,17 @@ struct Args {
 }
 
 fn parse_args() -> anyhow::Result<Args> {
-    let mut args = Args {
-        nodes: 1000,
-        init_pods: 0,
-        pods: 3000,
-        creators: 16,
-        header: false,
-        backlog: false,
+    let flags = Flags::from_env(
+        "bench-scheduler [--nodes N] [--init-pods N] [--pods N] [--creators N] [--backlog] [--header]",
+    )?;
+    let args = Args {
+        nodes: flags.value("--nodes", 1000)?,
+        init_pods: flags.value("--init-pods", 0)?,
+        pods: flags.value("--pods", 3000)?,
+        creators: flags.value("--creators", 16)?.max(1),
+        header: flags.switch("--header"),
+        backlog: flags.switch("--backlog"),
     };
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        let mut value = || -> anyhow::Result<usize> {
-            Ok(it
-                .next()
-                .ok_or_else(|| anyhow::anyhow!("{flag} needs a value"))?
-                .parse()?)
-        };
-        match flag.as_str() {
-            "--nodes" => args.nodes = value()?,
-            "--init-pods" => args.init_pods = value()?,
-            "--pods" => args.pods = value()?,
-            "--creators" => args.creators = value()?.max(1),
-            "--header" => args.header = true,
-            "--backlog" => args.backlog = true,
-            other => anyhow::bail!(
-                "unknown flag {other}; usage: bench-scheduler [--nodes N] [--init-pods N] \
-                 [--pods N] [--creators N] [--backlog] [--header]"
-            ),
-        }
-    }
     anyhow::ensure!(
         !(args.backlog && args.init_pods > 0),
         "--backlog schedules every pod at once: leave --init-pods out"

@@ -29,7 +29,6 @@ pub struct NodeCerts {
 /// Issues the kubelet's certificates under `dir` and writes its kubeconfig.
 pub fn issue(dir: &Path, api: &ApiServer, node_name: &str) -> anyhow::Result<NodeCerts> {
     std::fs::create_dir_all(dir)?;
-    let kubeconfig = dir.join("kubelet.kubeconfig");
     let (ca_file, ca_key, node_identity) = match apiserver_client_ca(api) {
         Some(ca) => {
             let key = ca.with_file_name("ca.key");
@@ -45,7 +44,37 @@ pub fn issue(dir: &Path, api: &ApiServer, node_name: &str) -> anyhow::Result<Nod
             (pki.ca_file(), pki.ca_key_file(), false)
         }
     };
-    let issuer = load_issuer(&ca_file, &ca_key)?;
+    let server = (api.url(), api.ca_file());
+    issue_signed(dir, &ca_file, &ca_key, node_identity, server, node_name)
+}
+
+/// Issues the kubelet's certificates under `dir` from the CA `ca_file` (its key `ca_key`) and
+/// writes a kubeconfig to `server_url` (trusting `server_ca`) with the node's client
+/// certificate, for an apiserver that may not exist yet (a control plane the kubelet itself
+/// starts from static pods).
+pub fn issue_for_server(
+    dir: &Path,
+    ca_file: &Path,
+    ca_key: &Path,
+    server_url: &str,
+    server_ca: &Path,
+    node_name: &str,
+) -> anyhow::Result<NodeCerts> {
+    std::fs::create_dir_all(dir)?;
+    let server = (server_url.to_string(), server_ca.to_path_buf());
+    issue_signed(dir, ca_file, ca_key, true, server, node_name)
+}
+
+fn issue_signed(
+    dir: &Path,
+    ca_file: &Path,
+    ca_key: &Path,
+    node_identity: bool,
+    (server_url, server_ca): (String, PathBuf),
+    node_name: &str,
+) -> anyhow::Result<NodeCerts> {
+    let kubeconfig = dir.join("kubelet.kubeconfig");
+    let issuer = load_issuer(ca_file, ca_key)?;
     let user = format!("system:node:{node_name}");
     if node_identity {
         let (cert, key) = sign(
@@ -60,14 +89,14 @@ pub fn issue(dir: &Path, api: &ApiServer, node_name: &str) -> anyhow::Result<Nod
         let (cert_file, key_file) = write_pair(dir, "kubelet-client", &cert, &key)?;
         crate::pki::write_cert_kubeconfig(
             &kubeconfig,
-            &api.url(),
-            &api.ca_file(),
+            &server_url,
+            &server_ca,
             &cert_file,
             &key_file,
             &user,
         );
     } else {
-        crate::kubectl::write_kubeconfig(&kubeconfig, &api.url(), &api.ca_file())?;
+        crate::kubectl::write_kubeconfig(&kubeconfig, &server_url, &server_ca)?;
     }
     let sans = vec![
         "127.0.0.1".to_string(),
@@ -82,7 +111,7 @@ pub fn issue(dir: &Path, api: &ApiServer, node_name: &str) -> anyhow::Result<Nod
     )?;
     let (serving_cert, serving_key) = write_pair(dir, "kubelet-serving", &cert, &key)?;
     Ok(NodeCerts {
-        ca_file,
+        ca_file: ca_file.to_path_buf(),
         serving_cert,
         serving_key,
         kubeconfig,

@@ -65,6 +65,8 @@ pub struct Config {
     pub admission: AdmissionConfig,
     pub max_requests_inflight: usize,
     pub max_mutating_requests_inflight: usize,
+    /// `--request-timeout`.
+    pub request_timeout: std::time::Duration,
     pub service_cluster_ip_range: Ipv4Cidr,
     pub service_node_port_range: RangeInclusive<u16>,
     /// The address the `kubernetes` service's endpoints point at.
@@ -244,6 +246,7 @@ impl TryFrom<Options> for Config {
             admission,
             max_requests_inflight: options.generic.max_requests_inflight,
             max_mutating_requests_inflight: options.generic.max_mutating_requests_inflight,
+            request_timeout: options.generic.request_timeout.0,
             service_cluster_ip_range,
             service_node_port_range,
             advertise_address,

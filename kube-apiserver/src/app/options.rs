@@ -61,6 +61,12 @@ pub struct GenericOptions {
     /// The maximum number of mutating requests in flight at a given time.
     #[arg(long, value_name = "int", default_value_t = 200)]
     pub max_mutating_requests_inflight: usize,
+
+    /// An optional field indicating the duration a handler must keep a request open before
+    /// timing it out. This is the default request timeout for requests but may be overridden
+    /// by the timeout query parameter (to a shorter one only).
+    #[arg(long, value_name = "duration", default_value = "1m0s")]
+    pub request_timeout: component_base::duration::GoDuration,
 }
 
 /// Upstream's "Etcd flags", plus where the embedded store keeps its data.

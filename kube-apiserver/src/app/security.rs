@@ -129,6 +129,7 @@ pub async fn install(
         authorizer,
         max_requests_inflight: config.max_requests_inflight,
         max_mutating_requests_inflight: config.max_mutating_requests_inflight,
+        request_timeout: config.request_timeout,
         // The run phase opens the audit log (server.rs).
         audit: None,
     };

@@ -1,6 +1,7 @@
 //! The request path assembled: every handler is wrapped in the same layers, in upstream's
 //! order (`DefaultBuildHandlerChain`, outermost first): audit ID, panic recovery, request info,
-//! metrics and access log, authentication, audit, in-flight limit, authorization, handler.
+//! metrics and access log, the request deadline, authentication, audit, in-flight limit,
+//! authorization, handler.
 //!
 //! Upstream counts a request against the in-flight limit before authorizing it (authorization
 //! is work too), so the limit sits between authentication (it exempts `system:masters`, so it
@@ -27,6 +28,7 @@ use crate::http::layers::inflight::{
 use crate::http::layers::metrics::{Metrics, MetricsLayer};
 use crate::http::layers::panic::{PanicRecovery, PanicRecoveryLayer};
 use crate::http::layers::request_info::{RequestInfoLayer, RequestInfoService};
+use crate::http::layers::timeout::{DEFAULT_REQUEST_TIMEOUT, RequestTimeout, RequestTimeoutLayer};
 use crate::http::response::Body;
 
 /// What the layers need from the command line.
@@ -40,6 +42,8 @@ pub struct StackConfig {
     pub max_requests_inflight: usize,
     /// `--max-mutating-requests-inflight` (0: unlimited).
     pub max_mutating_requests_inflight: usize,
+    /// `--request-timeout` (zero: none).
+    pub request_timeout: std::time::Duration,
     /// `--audit-policy-file` and `--audit-log-*`; None audits nothing (responses still carry
     /// an `Audit-ID`).
     pub audit: Option<Arc<Auditor>>,
@@ -53,6 +57,7 @@ impl Default for StackConfig {
             authorizer: Arc::new(with_privileged_groups(AlwaysAllow)),
             max_requests_inflight: DEFAULT_MAX_REQUESTS_INFLIGHT,
             max_mutating_requests_inflight: DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT,
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
             audit: None,
         }
     }
@@ -61,7 +66,9 @@ impl Default for StackConfig {
 /// The handler wrapped in every layer.
 pub type Stack<S> = AuditInit<
     PanicRecovery<
-        RequestInfoService<Metrics<Authentication<Audit<InFlightLimit<Authorization<S>>>>>>,
+        RequestInfoService<
+            Metrics<RequestTimeout<Authentication<Audit<InFlightLimit<Authorization<S>>>>>>,
+        >,
     >,
 >;
 
@@ -75,6 +82,7 @@ pub fn stack<S>(handler: S, config: &StackConfig) -> Stack<S> {
         .layer(PanicRecoveryLayer)
         .layer(RequestInfoLayer)
         .layer(MetricsLayer)
+        .layer(RequestTimeoutLayer::new(config.request_timeout))
         .layer(
             AuthenticationLayer::new(config.authenticator.clone())
                 .with_impersonation(config.authorizer.clone()),

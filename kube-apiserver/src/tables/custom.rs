@@ -3,8 +3,8 @@
 //! when it lists none), each cell the first value its JSONPath selects, typed as the column
 //! says (a value of another type is a null cell).
 
-use super::jsonpath::JsonPath;
 use super::{TableOptions, format, row_value, table_value};
+use client_go_rs::jsonpath::JsonPath;
 use jiff::Timestamp;
 use serde_json::{Value, json};
 

@@ -35,64 +35,7 @@ pub fn or<'a>(value: &'a str, fallback: &'a str) -> &'a str {
     if value.is_empty() { fallback } else { value }
 }
 
-/// Upstream's `duration.HumanDuration`: a short, coarsening rendering of an elapsed time.
-pub fn human_duration(seconds: i64) -> String {
-    if seconds < -1 {
-        return "<invalid>".to_string();
-    }
-    if seconds < 0 {
-        return "0s".to_string();
-    }
-    if seconds < 60 * 2 {
-        return format!("{seconds}s");
-    }
-    let minutes = seconds / 60;
-    if minutes < 10 {
-        let s = seconds % 60;
-        return if s == 0 {
-            format!("{minutes}m")
-        } else {
-            format!("{minutes}m{s}s")
-        };
-    }
-    if minutes < 60 * 3 {
-        return format!("{minutes}m");
-    }
-    let hours = minutes / 60;
-    if hours < 8 {
-        let m = minutes % 60;
-        return if m == 0 {
-            format!("{hours}h")
-        } else {
-            format!("{hours}h{m}m")
-        };
-    }
-    if hours < 48 {
-        return format!("{hours}h");
-    }
-    let days = hours / 24;
-    if hours < 24 * 8 {
-        let h = hours % 24;
-        return if h == 0 {
-            format!("{days}d")
-        } else {
-            format!("{days}d{h}h")
-        };
-    }
-    if hours < 24 * 365 * 2 {
-        return format!("{days}d");
-    }
-    let years = days / 365;
-    if hours < 24 * 365 * 8 {
-        let d = days % 365;
-        return if d == 0 {
-            format!("{years}y")
-        } else {
-            format!("{years}y{d}d")
-        };
-    }
-    format!("{years}y")
-}
+pub use api_types::duration::human_duration;
 
 /// Parses an RFC 3339 timestamp as the API writes them.
 pub fn timestamp(value: &str) -> Option<Timestamp> {

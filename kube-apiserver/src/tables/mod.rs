@@ -12,7 +12,6 @@ mod columns;
 mod core;
 pub mod custom;
 pub mod format;
-pub mod jsonpath;
 mod network;
 mod pods;
 

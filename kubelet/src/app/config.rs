@@ -54,6 +54,11 @@ pub struct Config {
     pub system_reserved: ResourceList,
     /// `clusterDNS`, parsed.
     pub cluster_dns: Vec<IpAddr>,
+    /// Image GC and container GC periods (upstream's fixed 5m and 1m unless the hidden
+    /// testing flags say otherwise).
+    pub gc_periods: (std::time::Duration, std::time::Duration),
+    /// `--hollow`: a test node without containers (see [`crate::hollow`]).
+    pub hollow: bool,
 }
 
 impl TryFrom<Options> for Config {
@@ -122,6 +127,15 @@ impl TryFrom<Options> for Config {
             node_ips,
             node_labels,
             pod_infra_container_image: flags.pod_infra_container_image,
+            hollow: flags.hollow,
+            gc_periods: (
+                flags
+                    .testing_image_gc_period
+                    .map_or(std::time::Duration::from_secs(300), Into::into),
+                flags
+                    .testing_container_gc_period
+                    .map_or(std::time::Duration::from_secs(60), Into::into),
+            ),
             serving,
             healthz_addr: (kubelet.healthz_port != 0)
                 .then(|| SocketAddr::new(healthz_ip, kubelet.healthz_port as u16)),

@@ -75,6 +75,19 @@ pub struct KubeletFlags {
     /// sandbox image is the container runtime's setting.
     #[arg(long, value_name = "string")]
     pub pod_infra_container_image: Option<String>,
+
+    /// Testing only, not upstream's (its periods are fixed): how often image GC runs
+    /// (default 5m) and container GC runs (default 1m).
+    #[arg(long, value_name = "duration", hide = true)]
+    pub testing_image_gc_period: Option<GoDuration>,
+    #[arg(long, value_name = "duration", hide = true)]
+    pub testing_container_gc_period: Option<GoDuration>,
+
+    /// TEST MODE, never for real nodes (as upstream's kubemark hollow node): run no
+    /// containers. The node registers and heartbeats and its pods are reported Running, through
+    /// an in-process fake container runtime; cgroups and volumes are left alone.
+    #[arg(long)]
+    pub hollow: bool,
 }
 
 /// Flags with a KubeletConfiguration field: they override the `--config` file.

@@ -5,10 +5,11 @@
 use super::config::Config;
 use crate::cm::{CgroupOptions, ContainerManager};
 use crate::config::{Sources, start as start_sources};
-use crate::envvars::ClientSource;
+use crate::envvars::{ClientSource, ServiceLister};
+use crate::images::{ImageGcManager, ImageGcPolicy};
 use crate::kubelet::hooks::CgroupHost;
 use crate::kubelet::{Deps, Kubelet, Settings};
-use crate::kuberuntime::{RuntimeManager, RuntimeOptions};
+use crate::kuberuntime::{RuntimeManager, RuntimeOptions, api_recorder};
 use crate::nodestatus::{NodeOptions, NodeStatusManager};
 use crate::pod::{MirrorClient, PodManager};
 use crate::prober::ProbeManager;
@@ -16,10 +17,13 @@ use crate::server::KubeletHost;
 use crate::status::StatusManager;
 use crate::volumemanager::VolumeManager;
 use anyhow::Context;
+use client_go_rs::events::{EventBroadcaster, EventType, KubeCoreV1Sink};
+use client_go_rs::informers::SharedInformerFactory;
 use component_base::debug::DebugHandlers;
 use component_base::healthz::HealthCheck;
 use component_base::serving::serve;
 use component_base::signals::shutdown_on_signals;
+use k8s_openapi::api::core::v1::{ObjectReference, Service};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -62,10 +66,30 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
 
     crate::certificate::bootstrap_client_certificate(&config).await?;
     let client = client(&config).await?;
+    // Upstream's kubelet writes core/v1 events as component `kubelet` from its node.
+    let broadcaster = EventBroadcaster::new(Arc::new(KubeCoreV1Sink::new(client.clone())));
+    let recorder = broadcaster.new_recorder("kubelet", config.node_name.clone());
+    // `--hollow` (a test mode): the runtime is an in-process fake instead of containerd.
+    let hollow = match config.hollow {
+        true => Some(
+            crate::hollow::start_runtime(
+                &config.root_dir.join("hollow").join("cri.sock"),
+                &config.node_name,
+                &config.root_dir,
+                shutdown.clone(),
+            )
+            .await?,
+        ),
+        false => None,
+    };
     let runtime = Arc::new(
         RuntimeManager::connect(RuntimeOptions {
-            endpoint: k.container_runtime_endpoint.clone(),
-            image_endpoint: config.image_service_endpoint().to_string(),
+            endpoint: hollow
+                .clone()
+                .unwrap_or_else(|| k.container_runtime_endpoint.clone()),
+            image_endpoint: hollow
+                .clone()
+                .unwrap_or_else(|| config.image_service_endpoint().to_string()),
             request_timeout: k.runtime_request_timeout,
             pod_logs_dir: config.pod_logs_dir(),
             serialize_image_pulls: k.serialize_image_pulls,
@@ -75,25 +99,43 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         .await
         .context("connecting to the container runtime")?,
     );
-    let cgroups: Arc<dyn CgroupHost> = Arc::new(
-        ContainerManager::start(CgroupOptions::from_config(&config))
-            .context("starting the container manager")?,
-    );
+    let cgroups: Arc<dyn CgroupHost> = match config.hollow {
+        true => Arc::new(crate::kubelet::hooks::RuntimeCgroups {
+            cgroup_root: k.cgroup_root.clone(),
+        }),
+        false => Arc::new(
+            ContainerManager::start(CgroupOptions::from_config(&config))
+                .context("starting the container manager")?,
+        ),
+    };
     let node = NodeStatusManager::start(
         client.clone(),
         NodeOptions::from_config(&config),
         runtime.clone(),
         shutdown.clone(),
     )?;
+    runtime.set_event_recorder(api_recorder(recorder.clone()));
+    runtime.set_container_gc_period(config.gc_periods.1);
+    let images = Arc::new(ImageGcManager::new(
+        runtime.clone(),
+        ImageGcPolicy::from_config(k),
+        &config.node_name,
+        Some(recorder.clone()),
+    )?);
+    images.clone().start(config.gc_periods.0, shutdown.clone());
+    let service_informer = SharedInformerFactory::new(client.clone(), None).informer::<Service>();
+    tokio::spawn(service_informer.clone().run(shutdown.clone()));
     let status = Arc::new(StatusManager::default());
     let pods = Arc::new(PodManager::default());
     let probes = Arc::new(ProbeManager::new(runtime.clone(), status.clone()));
+    probes.set_event_recorder(api_recorder(recorder.clone()));
     let volumes = Arc::new(VolumeManager::new(
         config.root_dir.clone(),
         Arc::new(ClientSource::new(client.clone())),
         config.node_name.clone(),
     ));
     volumes.set_cluster_domain(&k.cluster_domain);
+    volumes.set_event_recorder(api_recorder(recorder.clone()));
     let settings = Settings {
         node_name: config.node_name.clone(),
         root_dir: config.root_dir.clone(),
@@ -110,13 +152,28 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
             status,
             pods,
             probes,
-            node: Arc::new(node),
-            volumes,
+            node: Arc::new(node.clone()),
+            volumes: match config.hollow {
+                true => Arc::new(crate::kubelet::hooks::NoVolumes),
+                false => volumes,
+            },
             cgroups,
             mirror: MirrorClient::new(client.clone(), config.node_name.clone()),
+            services: ServiceLister::new(service_informer),
         },
     );
 
+    // A hollow node's pods use nothing: the host's pressure is not theirs to relieve.
+    if !config.hollow {
+        crate::eviction::EvictionManager::new(
+            crate::eviction::EvictionOptions::from_config(&config)?,
+            kubelet.clone(),
+            Arc::new(node.clone()),
+            Some(images.clone()),
+        )
+        .with_recorder(recorder.clone(), &config.node_name)
+        .start(shutdown.clone());
+    }
     let pleg = kubelet.pleg.clone();
     handlers
         .health
@@ -166,6 +223,19 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         node = %config.node_name,
         version = component_base::version::GIT_VERSION,
         "kubelet started"
+    );
+    // Upstream's birth cry: the node's reference uses its name as uid.
+    let node_ref = ObjectReference {
+        kind: Some("Node".into()),
+        name: Some(config.node_name.clone()),
+        uid: Some(config.node_name.clone()),
+        ..Default::default()
+    };
+    recorder.event(
+        &node_ref,
+        EventType::Normal,
+        "Starting",
+        "Starting kubelet.",
     );
     shutdown.cancelled().await;
     handlers.health.mark_shutting_down();

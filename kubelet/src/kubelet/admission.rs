@@ -1,6 +1,8 @@
-//! Admission of a pod on first sight, as upstream kubelet's predicate admit handler: the
-//! node's allocatable against the requests of the pods already admitted, the node selector
-//! and required node affinity, and NoExecute taints the pod does not tolerate.
+//! Admission of a pod on first sight, as upstream kubelet's admit handlers: the eviction
+//! manager's (no BestEffort pod under MemoryPressure, no pod but critical ones under any other
+//! pressure), then the predicates: the node's allocatable against the requests of the pods
+//! already admitted, the node selector and required node affinity, and NoExecute taints the
+//! pod does not tolerate.
 
 use api_types::resource::Quantity;
 use k8s_openapi::api::core::v1::{
@@ -147,8 +149,58 @@ fn tolerates(t: &Toleration, taint: &Taint) -> bool {
     }
 }
 
+/// The pressure conditions True in the node's status, in upstream's order.
+fn pressure_conditions(node: &Node) -> Vec<&str> {
+    let conditions = node
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_deref())
+        .unwrap_or_default();
+    ["MemoryPressure", "DiskPressure", "PIDPressure"]
+        .into_iter()
+        .filter(|kind| {
+            conditions
+                .iter()
+                .any(|c| c.type_ == *kind && c.status == "True")
+        })
+        .collect()
+}
+
+/// The eviction manager's admission: under MemoryPressure alone, only BestEffort pods that do
+/// not tolerate the memory-pressure taint are refused; under any other pressure every pod
+/// but critical ones.
+pub fn admit_under_pressure(pod: &Pod, node: &Node) -> Result<(), Rejection> {
+    let conditions = pressure_conditions(node);
+    if conditions.is_empty() || crate::eviction::rank::is_critical(pod) {
+        return Ok(());
+    }
+    if conditions == ["MemoryPressure"] {
+        if crate::cm::qos_class(pod) != crate::cm::QosClass::BestEffort {
+            return Ok(());
+        }
+        let taint = Taint {
+            key: "node.kubernetes.io/memory-pressure".into(),
+            effect: "NoSchedule".into(),
+            ..Taint::default()
+        };
+        let tolerations = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.tolerations.as_deref())
+            .unwrap_or_default();
+        if tolerations.iter().any(|t| tolerates(t, &taint)) {
+            return Ok(());
+        }
+    }
+    Err(Rejection {
+        reason: crate::eviction::message::REASON.into(),
+        message: format!("The node had condition: [{}]. ", conditions.join(" ")),
+    })
+}
+
 /// Admits `pod` onto `node` beside the already admitted `others`.
 pub fn admit(pod: &Pod, node: &Node, others: &[Arc<Pod>]) -> Result<(), Rejection> {
+    admit_under_pressure(pod, node)?;
     if !node_matches(pod, node) {
         return Err(Rejection {
             reason: "NodeAffinity".into(),

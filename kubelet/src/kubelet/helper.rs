@@ -59,7 +59,15 @@ impl RuntimeHelper for Helper<'_> {
                 pod_ips.to_vec()
             },
             node_allocatable: allocatable,
-            services: Vec::new(),
+            services: match k
+                .services
+                .services_for(pod.metadata.namespace.as_deref().unwrap_or("default"))
+            {
+                // As upstream, only API pods wait for the first Service list: static pods may
+                // be the apiserver itself (kubeadm's control plane), which nothing lists before.
+                Err(_) if crate::pod::is_static_pod(pod) => Vec::new(),
+                services => services?,
+            },
         };
         let source = ClientSource::new(k.client.clone());
         let envs = make_environment(&source, pod, container, &ctx)

@@ -1,7 +1,7 @@
 //! Housekeeping every 2 s (upstream's `HandlePodCleanups`): pods no source wants any more are
 //! stopped, orphaned runtime pods killed, finished pods forgotten, their directories, volumes
-//! and cgroups removed, and mirror pods created for static pods that lack one (orphaned ones
-//! deleted).
+//! and cgroups removed, mirror pods created for static pods that lack one (orphaned ones
+//! deleted), and dead containers garbage collected once a minute.
 
 use super::Kubelet;
 use super::pod_workers::{Lifecycle, UpdateType, WorkUpdate};
@@ -108,6 +108,11 @@ impl Kubelet {
             tracing::warn!(error = %format!("{e:#}"), "cleaning up pod cgroups failed");
         }
         self.probes.cleanup(&desired);
+        // Upstream runs container GC on its own 1-minute loop; here housekeeping drives it.
+        let gone = |uid: &str| !keep_set.contains(uid);
+        if let Err(e) = self.runtime.garbage_collect_containers_if_due(&gone).await {
+            tracing::warn!(error = %format!("{e:#}"), "container garbage collection failed");
+        }
         for uid in self.status.known_uids() {
             if !keep(&uid) {
                 self.status.remove_pod(&uid);

@@ -149,9 +149,7 @@ impl PodSyncer for Kubelet {
         if phase::is_terminal(status.phase.as_deref()) {
             return Ok(true);
         }
-        if kind == UpdateType::Create {
-            tracing::debug!(uid, "first sync of the pod");
-        }
+        tracing::debug!(uid, ?kind, phase = ?status.phase, "pod sync started");
         self.make_dirs(&uid)?;
         self.cgroups
             .ensure_pod_cgroup(pod)
@@ -180,6 +178,7 @@ impl PodSyncer for Kubelet {
                 },
             )
             .await;
+        tracing::debug!(uid, "runtime sync done");
         let errors = result.errors;
         let backoff = is_backoff(&errors);
         let summary: Vec<String> = errors
@@ -190,7 +189,8 @@ impl PodSyncer for Kubelet {
         // The status shows what the sync did at once rather than after the next relist.
         match self.inspect(pod).await {
             Ok(fresh) => {
-                self.update_status(pod, &fresh, false);
+                let status = self.update_status(pod, &fresh, false);
+                tracing::debug!(uid, phase = ?status.phase, "status after the sync");
             }
             Err(e) => {
                 tracing::debug!(uid, error = %format!("{e:#}"), "inspecting the pod after its sync failed")

@@ -48,6 +48,7 @@ impl Kubelet {
         let mut sync_tick = tokio::time::interval(SYNC_TICK);
         let mut housekeeping = tokio::time::interval(HOUSEKEEPING);
         housekeeping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut cleaning: Option<tokio::task::JoinHandle<()>> = None;
         loop {
             tokio::select! {
                 _ = shutdown.cancelled() => return,
@@ -61,8 +62,12 @@ impl Kubelet {
                     }
                 }
                 _ = housekeeping.tick() => {
-                    if self.sources_ready.get().is_some_and(|r| r.all_ready()) {
-                        self.housekeeping().await;
+                    let ready = self.sources_ready.get().is_some_and(|r| r.all_ready());
+                    // Off the loop, one at a time: its runtime, cgroup and API calls must not
+                    // hold back new pods and PLEG events.
+                    if ready && (cleaning.as_ref().is_none_or(|h| h.is_finished())) {
+                        let this = self.clone();
+                        cleaning = Some(tokio::spawn(async move { this.housekeeping().await }));
                     }
                 }
             }
@@ -70,6 +75,7 @@ impl Kubelet {
     }
 
     fn handle_pleg_event(&self, event: PodLifecycleEvent) {
+        tracing::debug!(uid = %event.uid, kind = ?event.kind, "PLEG event");
         if event.kind == EventType::ContainerRemoved {
             return;
         }
@@ -83,6 +89,7 @@ impl Kubelet {
             t(a).cmp(&t(b))
         });
         for pod in pods {
+            tracing::debug!(uid = ?pod.metadata.uid, op = ?update.op, "pod update received");
             if is_mirror_pod(&pod) {
                 self.handle_mirror(update.op, pod);
                 continue;
@@ -93,6 +100,7 @@ impl Kubelet {
                     self.admit_and_dispatch(pod);
                 }
                 PodOperation::Update | PodOperation::Delete => {
+                    self.status.reconcile(&pod);
                     self.pods.update_pod(pod.clone());
                     self.dispatch(Arc::new(pod), UpdateType::Update);
                 }
@@ -100,7 +108,10 @@ impl Kubelet {
                     self.pods.remove_pod(&pod);
                     self.dispatch(Arc::new(pod), UpdateType::Kill);
                 }
-                PodOperation::Reconcile => self.pods.update_pod(pod),
+                PodOperation::Reconcile => {
+                    self.status.reconcile(&pod);
+                    self.pods.update_pod(pod);
+                }
             }
         }
     }
@@ -135,6 +146,8 @@ impl Kubelet {
             if let Err(rejection) = admission::admit(&pod, &node, &others) {
                 tracing::info!(pod = %format!("{}/{}", pod.metadata.namespace.as_deref().unwrap_or_default(), pod.metadata.name.as_deref().unwrap_or_default()), reason = %rejection.reason, "pod rejected at admission");
                 self.rejected.lock().insert(uid);
+                self.runtime
+                    .pod_event(&pod, true, &rejection.reason, rejection.message.clone());
                 let mut status = self
                     .status
                     .get_pod_status(pod.metadata.uid.as_deref().unwrap_or_default())

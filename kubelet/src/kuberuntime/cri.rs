@@ -94,6 +94,15 @@ impl CriClient {
         bounded(self.timeout, self.rt().version(req)).await
     }
 
+    /// The status with the runtime's `info` (containerd puts its CRI config there).
+    pub async fn status_verbose(&self) -> Result<cri::StatusResponse, tonic::Status> {
+        bounded(
+            self.timeout,
+            self.rt().status(cri::StatusRequest { verbose: true }),
+        )
+        .await
+    }
+
     pub async fn status(&self) -> Result<cri::StatusResponse, tonic::Status> {
         bounded(
             self.timeout,

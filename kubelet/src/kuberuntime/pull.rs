@@ -12,6 +12,24 @@ use std::time::SystemTime;
 /// A failed image step: (reason, message) as the container's waiting state shows it.
 pub type PullFailure = (&'static str, String);
 
+/// Upstream's `Pulled` message after a pull: both durations cut to milliseconds and printed
+/// as Go prints durations.
+pub fn pulled_message(
+    image: &str,
+    pulling: std::time::Duration,
+    total: std::time::Duration,
+    size: u64,
+) -> String {
+    let ms = |d: std::time::Duration| {
+        component_base::duration::GoDuration(std::time::Duration::from_millis(d.as_millis() as u64))
+    };
+    format!(
+        "Successfully pulled image {image:?} in {} ({} including waiting). Image size: {size} bytes.",
+        ms(pulling),
+        ms(total)
+    )
+}
+
 pub fn grpc_error_string(e: &tonic::Status) -> String {
     format!("rpc error: code = {:?} desc = {}", e.code(), e.message())
 }
@@ -96,27 +114,35 @@ impl RuntimeManager {
             format!("Pulling image {spec_image:?}"),
         );
         let started = std::time::Instant::now();
-        let result = {
+        let (result, pulling) = {
             // serializeImagePulls: one pull at a time, as upstream's serial puller.
             let _serial = if self.options.serialize_image_pulls {
                 Some(self.pull_lock.lock().await)
             } else {
                 None
             };
-            self.pull_with_credentials(&image, secrets, sandbox_config)
-                .await
+            let pulling = std::time::Instant::now();
+            let result = self
+                .pull_with_credentials(&image, secrets, sandbox_config)
+                .await;
+            (result, pulling)
         };
         match result {
             Ok(image_ref) => {
+                let pulled_in = pulling.elapsed();
+                let size = self
+                    .client
+                    .image_status(&image_ref)
+                    .await
+                    .ok()
+                    .flatten()
+                    .map_or(0, |i| i.size);
                 self.event(
                     pod,
                     Some(container),
                     NORMAL,
                     "Pulled",
-                    format!(
-                        "Successfully pulled image {spec_image:?} in {:.3}s",
-                        started.elapsed().as_secs_f64()
-                    ),
+                    pulled_message(&spec_image, pulled_in, started.elapsed(), size),
                 );
                 let mut backoff = self.image_backoff.lock();
                 backoff.reset(&key);
@@ -170,5 +196,28 @@ impl RuntimeManager {
             }
         }
         Err(last)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pulled_message;
+    use std::time::Duration;
+
+    #[test]
+    fn pulled_messages_print_go_durations_in_milliseconds() {
+        assert_eq!(
+            pulled_message(
+                "busybox",
+                Duration::from_micros(1_234_567),
+                Duration::from_micros(2_500_900),
+                4096
+            ),
+            "Successfully pulled image \"busybox\" in 1.234s (2.5s including waiting). Image size: 4096 bytes."
+        );
+        assert!(
+            pulled_message("b", Duration::from_micros(512_300), Duration::ZERO, 1)
+                .contains("in 512ms (0s including waiting)")
+        );
     }
 }

@@ -1,5 +1,5 @@
-//! The node's conditions: Ready from the runtime's health, the three pressure conditions from
-//! the hard eviction thresholds, with upstream's reasons and messages.
+//! The node's conditions: Ready from the runtime's health, the three pressure conditions as
+//! the eviction manager reports them, with upstream's reasons and messages.
 
 use k8s_openapi::api::core::v1::NodeCondition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;

@@ -145,7 +145,6 @@ mod tests {
             update_frequency: std::time::Duration::from_secs(10),
             report_frequency: std::time::Duration::from_secs(300),
             lease_duration_seconds: 40,
-            pressure_transition_period: std::time::Duration::from_secs(300),
         }
     }
 

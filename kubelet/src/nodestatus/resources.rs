@@ -1,7 +1,7 @@
-//! Capacity, allocatable and the hard eviction signals, as upstream's node allocatable:
+//! Capacity and allocatable, as upstream's node allocatable:
 //! allocatable = capacity - kubeReserved - systemReserved - hard eviction thresholds.
 
-use super::machine::{MachineInfo, Usage};
+use super::machine::MachineInfo;
 use crate::app::config::{EvictionThreshold, ThresholdValue};
 use api_types::resource::{Quantity, ResourceList};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as ApiQuantity;
@@ -80,38 +80,6 @@ pub fn to_api(list: &ResourceList) -> BTreeMap<String, ApiQuantity> {
         .collect()
 }
 
-/// Which pressure each hard threshold signals now: (memory, disk, pid).
-pub fn pressure(
-    thresholds: &[EvictionThreshold],
-    machine: &MachineInfo,
-    u: &Usage,
-) -> (bool, bool, bool) {
-    let (mut memory, mut disk, mut pid) = (false, false, false);
-    for t in thresholds {
-        let (available, capacity) = match t.signal.as_str() {
-            "memory.available" | "allocatableMemory.available" => {
-                (u.memory_available, machine.memory_bytes)
-            }
-            "nodefs.available" | "imagefs.available" | "containerfs.available" => {
-                (u.fs_available, u.fs_capacity)
-            }
-            "nodefs.inodesFree" | "imagefs.inodesFree" | "containerfs.inodesFree" => {
-                (u.fs_inodes_free, u.fs_inodes)
-            }
-            "pid.available" => (u.pid_max.saturating_sub(u.pids_used), u.pid_max),
-            _ => continue,
-        };
-        if (available as i128) < t.value.amount(capacity as i128) {
-            match t.signal.as_str() {
-                "pid.available" => pid = true,
-                s if s.starts_with("memory") || s.starts_with("allocatableMemory") => memory = true,
-                _ => disk = true,
-            }
-        }
-    }
-    (memory, disk, pid)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -156,33 +124,5 @@ mod tests {
         let huge: ResourceList = [("memory".to_string(), Quantity::parse("1Ti").unwrap())].into();
         let alloc = allocatable(&cap, &huge, &ResourceList::new(), &[]);
         assert!(alloc["memory"].is_zero(), "clamped at zero");
-    }
-
-    #[test]
-    fn pressure_signals() {
-        let usage = Usage {
-            memory_available: 512 * 1024 * 1024,
-            fs_capacity: 1000,
-            fs_available: 50,
-            fs_inodes: 1000,
-            fs_inodes_free: 500,
-            pid_max: 1000,
-            pids_used: 10,
-        };
-        let cases = [
-            ("memory.available<100Mi", (false, false, false)),
-            ("memory.available<1Gi", (true, false, false)),
-            ("nodefs.available<10%", (false, true, false)),
-            ("nodefs.available<5%", (false, false, false)),
-            ("nodefs.inodesFree<60%", (false, true, false)),
-            ("pid.available<99.5%", (false, false, true)),
-        ];
-        for (text, want) in cases {
-            assert_eq!(
-                pressure(&thresholds(text), &machine(), &usage),
-                want,
-                "{text}"
-            );
-        }
     }
 }

@@ -46,7 +46,6 @@ fn options(name: &str, eviction: &str) -> NodeOptions {
         update_frequency: Duration::from_millis(200),
         report_frequency: Duration::from_secs(300),
         lease_duration_seconds: 4,
-        pressure_transition_period: Duration::from_secs(300),
     }
 }
 
@@ -228,8 +227,13 @@ async fn registers_reports_and_renews_against_an_apiserver() {
     let shutdown = CancellationToken::new();
     let mut opts = options("n1", "nodefs.inodesFree<100%");
     opts.labels.insert("new".into(), "ignored".into());
-    let _handle =
+    let handle =
         NodeStatusManager::start(client.clone(), opts, runtime.clone(), shutdown.clone()).unwrap();
+    // The eviction manager's report is what the status carries.
+    crate::eviction::PressureSink::set_pressure(
+        &handle,
+        &[crate::eviction::signals::Condition::DiskPressure].into(),
+    );
     let node = poll("the reconciled node under disk pressure", async || {
         let node = nodes.get("n1").await.ok()?;
         let labels = node.metadata.labels.clone()?;
@@ -253,4 +257,28 @@ async fn registers_reports_and_renews_against_an_apiserver() {
     let disk = condition(&node, "DiskPressure").unwrap();
     assert_eq!(disk.reason.as_deref(), Some("KubeletHasDiskPressure"));
     shutdown.cancel();
+}
+
+#[tokio::test]
+async fn pressure_changes_wake_the_status_loop() {
+    use crate::eviction::PressureSink;
+    use crate::eviction::signals::Condition;
+    let handle = NodeHandle::new("n", Vec::new());
+    assert!(handle.pressure().is_empty());
+    let memory: BTreeSet<Condition> = [Condition::MemoryPressure].into();
+    handle.set_pressure(&memory);
+    assert_eq!(handle.pressure(), memory);
+    // The change left a wake-up for the loop; an unchanged report leaves none.
+    tokio::time::timeout(Duration::from_secs(1), handle.pressure_changed.notified())
+        .await
+        .expect("a change wakes the status loop");
+    handle.set_pressure(&memory);
+    let again = tokio::time::timeout(
+        Duration::from_millis(50),
+        handle.pressure_changed.notified(),
+    )
+    .await;
+    assert!(again.is_err(), "no wake-up without a change");
+    handle.set_pressure(&BTreeSet::new());
+    assert!(handle.pressure().is_empty());
 }

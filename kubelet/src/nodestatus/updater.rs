@@ -6,6 +6,7 @@ use super::conditions::{self, Health};
 use super::lease::LeaseController;
 use super::machine::{self, MachineInfo};
 use super::{KUBELET_VERSION, NodeHandle, NodeOptions, NodeRuntime, register, resources};
+use crate::eviction::signals::Condition;
 use anyhow::Context;
 use k8s_openapi::api::core::v1::{
     DaemonEndpoint, Node, NodeAddress, NodeDaemonEndpoints, NodeStatus, NodeSystemInfo,
@@ -31,8 +32,6 @@ pub struct Updater {
     handle: NodeHandle,
     runtime_version: Option<String>,
     last_posted: Option<(NodeStatus, Instant)>,
-    /// When each of memory, disk and PID pressure was last observed.
-    last_pressure: [Option<Instant>; 3],
 }
 
 impl Updater {
@@ -52,7 +51,6 @@ impl Updater {
             handle,
             runtime_version: None,
             last_posted: None,
-            last_pressure: [None; 3],
         }
     }
 
@@ -75,6 +73,8 @@ impl Updater {
             tokio::select! {
                 _ = shutdown.cancelled() => return,
                 _ = tokio::time::sleep(self.options.update_frequency) => {}
+                // A pressure change is posted at once: admission reads it from the Node.
+                _ = self.handle.pressure_changed.notified() => {}
             }
         }
     }
@@ -171,13 +171,12 @@ impl Updater {
                 Err(_) => tracing::debug!("runtime version timed out"),
             }
         }
-        let crossed = resources::pressure(&self.options.eviction_hard, &self.machine, &usage);
-        let pressure = self.with_transition_period([crossed.0, crossed.1, crossed.2]);
+        let pressure = self.handle.pressure();
         let health = Health {
             not_ready,
-            memory_pressure: pressure[0],
-            disk_pressure: pressure[1],
-            pid_pressure: pressure[2],
+            memory_pressure: pressure.contains(&Condition::MemoryPressure),
+            disk_pressure: pressure.contains(&Condition::DiskPressure),
+            pid_pressure: pressure.contains(&Condition::PidPressure),
         };
         let previous = self
             .last_posted
@@ -220,20 +219,6 @@ impl Updater {
             images,
             ..NodeStatus::default()
         })
-    }
-
-    /// A pressure condition stays True for the transition period after it was last seen.
-    fn with_transition_period(&mut self, crossed: [bool; 3]) -> [bool; 3] {
-        let now = Instant::now();
-        let mut out = [false; 3];
-        for i in 0..3 {
-            if crossed[i] {
-                self.last_pressure[i] = Some(now);
-            }
-            out[i] = self.last_pressure[i]
-                .is_some_and(|at| now.duration_since(at) < self.options.pressure_transition_period);
-        }
-        out
     }
 
     fn node_info(&self) -> NodeSystemInfo {

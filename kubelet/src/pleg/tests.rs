@@ -4,6 +4,8 @@ use crate::container::ContainerId;
 #[derive(Default)]
 struct Fake {
     pods: Mutex<Vec<RuntimePod>>,
+    /// Inspections that fail before they succeed.
+    failures: Mutex<usize>,
 }
 
 #[async_trait::async_trait]
@@ -18,6 +20,11 @@ impl PodLister for Fake {
         name: &str,
         ns: &str,
     ) -> anyhow::Result<PodRuntimeStatus> {
+        let mut failures = self.failures.lock();
+        if *failures > 0 {
+            *failures -= 1;
+            anyhow::bail!("the runtime timed out");
+        }
         Ok(PodRuntimeStatus {
             uid: uid.into(),
             name: name.into(),
@@ -156,4 +163,30 @@ async fn relist_publishes_events_and_fills_the_cache() {
         .collect();
     assert!(kinds.contains(&EventType::ContainerRemoved), "{kinds:?}");
     assert!(cache.get("u1").is_none());
+}
+
+#[tokio::test]
+async fn events_wait_until_the_pod_could_be_inspected() {
+    let fake = Arc::new(Fake::default());
+    let cache = Arc::new(Cache::default());
+    let (pleg, mut rx) = Pleg::new(fake.clone(), cache.clone());
+    *fake.pods.lock() = vec![pod(
+        Some(SandboxState::Ready),
+        &[("a", ContainerState::Running)],
+    )];
+    *fake.failures.lock() = 2;
+    for _ in 0..2 {
+        pleg.relist().await.expect("relists");
+        assert!(rx.try_recv().is_err(), "an event before the cache knew");
+        assert!(cache.get("u1").is_none());
+    }
+    pleg.relist().await.expect("relists");
+    let sent: Vec<PodLifecycleEvent> = std::iter::from_fn(|| rx.try_recv().ok()).collect();
+    assert!(
+        sent.contains(&ev(EventType::ContainerStarted, "a")),
+        "the event, once inspected: {sent:?}"
+    );
+    assert!(cache.get("u1").is_some());
+    pleg.relist().await.expect("relists");
+    assert!(rx.try_recv().is_err(), "sent twice");
 }

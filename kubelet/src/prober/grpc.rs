@@ -80,10 +80,12 @@ pub async fn check(host: &str, port: u16, service: &str, timeout: Duration) -> V
         Ok(Ok(v)) => v,
         Ok(Err(e)) => Verdict {
             success: false,
+            warning: false,
             output: format!("error: health rpc probe failed: {e:#}"),
         },
         Err(_) => Verdict {
             success: false,
+            warning: false,
             output: format!(
                 "timeout: health rpc did not complete within {}s",
                 timeout.as_secs()
@@ -98,6 +100,7 @@ async fn call(addr: &str, service: &str) -> anyhow::Result<Verdict> {
         Err(e) => {
             return Ok(Verdict {
                 success: false,
+                warning: false,
                 output: format!("timeout: failed to connect service {addr:?}: {e}"),
             });
         }
@@ -128,6 +131,7 @@ async fn call(addr: &str, service: &str) -> anyhow::Result<Verdict> {
             let msg = field("grpc-message").unwrap_or_default();
             return Ok(Verdict {
                 success: false,
+                warning: false,
                 output: format!(
                     "error: health rpc probe failed: rpc error: code = {code} desc = {msg}"
                 ),
@@ -137,11 +141,13 @@ async fn call(addr: &str, service: &str) -> anyhow::Result<Verdict> {
         Ok(if status == 1 {
             Verdict {
                 success: true,
+                warning: false,
                 output: String::new(),
             }
         } else {
             Verdict {
                 success: false,
+                warning: false,
                 output: format!(
                     "service unhealthy (responded with {:?})",
                     status_name(status)

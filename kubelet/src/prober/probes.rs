@@ -18,6 +18,8 @@ const MAX_REDIRECTS: usize = 10;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Verdict {
     pub success: bool,
+    /// Upstream's `probe.Warning`: a success the kubelet reports as a `ProbeWarning` event.
+    pub warning: bool,
     pub output: String,
 }
 
@@ -25,12 +27,21 @@ impl Verdict {
     fn ok(output: impl Into<String>) -> Self {
         Self {
             success: true,
+            warning: false,
+            output: output.into(),
+        }
+    }
+    fn warn(output: impl Into<String>) -> Self {
+        Self {
+            success: true,
+            warning: true,
             output: output.into(),
         }
     }
     fn fail(output: impl Into<String>) -> Self {
         Self {
             success: false,
+            warning: false,
             output: output.into(),
         }
     }
@@ -227,7 +238,7 @@ async fn http_probe(
 }
 
 /// GETs the URL, following redirects on the same host (up to 10): 2xx is success, a 3xx left
-/// unfollowed (another host) is success with a warning, anything else fails.
+/// unfollowed (another host, or no Location) is success with a warning, anything else fails.
 pub async fn http_get(url: &str, headers: &[(String, String)], timeout: Duration) -> Verdict {
     let deadline = tokio::time::Instant::now() + timeout;
     let mut uri: http::Uri = match url.parse() {
@@ -252,7 +263,7 @@ pub async fn http_get(url: &str, headers: &[(String, String)], timeout: Duration
                 .and_then(|l| resolve_location(&uri, l))
         {
             if next.host().unwrap_or("") != first_host {
-                return Verdict::ok(format!("Probe terminated redirects, Response body: {body}"));
+                return Verdict::warn(format!("Probe terminated redirects, Response body: {body}"));
             }
             redirects += 1;
             if redirects > MAX_REDIRECTS {
@@ -263,7 +274,10 @@ pub async fn http_get(url: &str, headers: &[(String, String)], timeout: Duration
             uri = next;
             continue;
         }
-        return if (200..400).contains(&code) {
+        return if (300..400).contains(&code) {
+            // A redirect without a usable Location ends the probe as upstream's: a warning.
+            Verdict::warn(format!("Probe terminated redirects, Response body: {body}"))
+        } else if (200..300).contains(&code) {
             Verdict::ok(body)
         } else {
             Verdict::fail(format!("HTTP probe failed with statuscode: {code}"))

@@ -79,6 +79,8 @@ async fn http_probes_judge_status_codes_and_redirects() {
         let v = http_get(&format!("http://127.0.0.1:{port}{path}"), &[], t).await;
         assert_eq!(v.success, success, "{path}: {v:?}");
         assert!(v.output.contains(fragment), "{path}: {v:?}");
+        // Only an unfollowed redirect is upstream's probe.Warning (a ProbeWarning event).
+        assert_eq!(v.warning, path == "/elsewhere", "{path}: {v:?}");
     }
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let closed = l.local_addr().unwrap().port();

@@ -217,6 +217,9 @@ impl Worker {
         };
         if !verdict.success {
             tracing::info!(pod = %pod.metadata.name.as_deref().unwrap_or(""), container = %self.container.name, probe = ?self.kind, output = %verdict.output, "probe failed");
+            self.probe_event(&pod, "Unhealthy", "failed", &verdict.output);
+        } else if verdict.warning {
+            self.probe_event(&pod, "ProbeWarning", "warning", &verdict.output);
         }
         let success_threshold = self.spec.success_threshold.unwrap_or(1).max(1) as u32;
         let failure_threshold = self.spec.failure_threshold.unwrap_or(3).max(1) as u32;
@@ -233,6 +236,28 @@ impl Worker {
             self.streak.reset();
         }
         true
+    }
+
+    /// Upstream records every failed probe (`Unhealthy`), not only the ones crossing the
+    /// threshold, and every warning (`ProbeWarning`).
+    fn probe_event(&self, pod: &Pod, reason: &'static str, verdict: &str, output: &str) {
+        let Some(recorder) = self.inner.events.read().clone() else {
+            return;
+        };
+        let kind = match self.kind {
+            ProbeKind::Liveness => "Liveness",
+            ProbeKind::Readiness => "Readiness",
+            ProbeKind::Startup => "Startup",
+        };
+        recorder(crate::kuberuntime::RuntimeEvent {
+            pod_uid: pod.metadata.uid.clone().unwrap_or_default(),
+            pod_name: pod.metadata.name.clone().unwrap_or_default(),
+            pod_namespace: pod.metadata.namespace.clone().unwrap_or_default(),
+            field_path: crate::kuberuntime::field_path(pod, &self.container.name),
+            type_: "Warning",
+            reason,
+            message: format!("{kind} probe {verdict}: {output}"),
+        });
     }
 
     async fn probe_with_retries(

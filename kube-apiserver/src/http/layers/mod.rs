@@ -8,3 +8,4 @@ pub mod inflight;
 pub mod metrics;
 pub mod panic;
 pub mod request_info;
+pub mod timeout;

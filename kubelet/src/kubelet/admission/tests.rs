@@ -184,3 +184,112 @@ fn init_containers_count_at_their_peak() {
     });
     assert_eq!(pod_request(&p, "cpu"), 1000);
 }
+
+#[test]
+fn pressure_admission() {
+    use k8s_openapi::api::core::v1::NodeCondition;
+    use serde_json::json;
+    let under = |kinds: &[&str]| Node {
+        status: Some(NodeStatus {
+            conditions: Some(
+                ["MemoryPressure", "DiskPressure", "PIDPressure", "Ready"]
+                    .iter()
+                    .map(|k| NodeCondition {
+                        type_: k.to_string(),
+                        status: if kinds.contains(k) || *k == "Ready" {
+                            "True"
+                        } else {
+                            "False"
+                        }
+                        .into(),
+                        ..Default::default()
+                    })
+                    .collect(),
+            ),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let pod = |extra: serde_json::Value| -> Pod {
+        let mut p = json!({
+            "metadata": {"name": "p", "uid": "u"},
+            "spec": {"containers": [{"name": "c"}]},
+        });
+        if let Some(spec) = extra.get("spec").and_then(|s| s.as_object()) {
+            p["spec"].as_object_mut().unwrap().extend(spec.clone());
+        }
+        if let Some(meta) = extra.get("metadata").and_then(|s| s.as_object()) {
+            p["metadata"].as_object_mut().unwrap().extend(meta.clone());
+        }
+        serde_json::from_value(p).unwrap()
+    };
+    let best_effort = pod(json!({}));
+    let burstable = pod(json!({"spec": {"containers": [
+        {"name": "c", "resources": {"requests": {"memory": "10Mi"}}}
+    ]}}));
+    let tolerating = pod(json!({"spec": {"tolerations": [
+        {"key": "node.kubernetes.io/memory-pressure", "operator": "Exists", "effect": "NoSchedule"}
+    ]}}));
+    let critical = pod(json!({"spec": {"priority": 2_000_001_000}}));
+    let static_pod =
+        pod(json!({"metadata": {"annotations": {"kubernetes.io/config.source": "file"}}}));
+    let memory = "The node had condition: [MemoryPressure]. ";
+    let cases: Vec<(&str, &Pod, &[&str], Option<&str>)> = vec![
+        ("no pressure", &best_effort, &[], None),
+        (
+            "memory: best effort refused",
+            &best_effort,
+            &["MemoryPressure"],
+            Some(memory),
+        ),
+        (
+            "memory: burstable admitted",
+            &burstable,
+            &["MemoryPressure"],
+            None,
+        ),
+        (
+            "memory: tolerating best effort",
+            &tolerating,
+            &["MemoryPressure"],
+            None,
+        ),
+        ("memory: critical", &critical, &["MemoryPressure"], None),
+        (
+            "disk: everyone",
+            &burstable,
+            &["DiskPressure"],
+            Some("The node had condition: [DiskPressure]. "),
+        ),
+        (
+            "memory and disk: even the tolerating one",
+            &tolerating,
+            &["MemoryPressure", "DiskPressure"],
+            Some("The node had condition: [MemoryPressure DiskPressure]. "),
+        ),
+        (
+            "pid",
+            &burstable,
+            &["PIDPressure"],
+            Some("The node had condition: [PIDPressure]. "),
+        ),
+        ("disk: static pod", &static_pod, &["DiskPressure"], None),
+    ];
+    for (name, p, kinds, want) in cases {
+        let got = admit_under_pressure(p, &under(kinds));
+        match want {
+            None => assert_eq!(got, Ok(()), "{name}"),
+            Some(message) => {
+                let r = got.expect_err(name);
+                assert_eq!(
+                    (r.reason.as_str(), r.message.as_str()),
+                    ("Evicted", message),
+                    "{name}"
+                );
+            }
+        }
+    }
+    // admit() asks the eviction manager first.
+    let r = admit(&best_effort, &under(&["MemoryPressure"]), &[]).unwrap_err();
+    assert_eq!(r.reason, "Evicted");
+}

@@ -158,6 +158,8 @@ pub(super) fn cluster_roles() -> Vec<ClusterRole> {
                 rule(READ, &[""], &["namespaces"]),
                 rule(READ, &["storage.k8s.io"], &["csidrivers"]),
                 rule(READ, &["storage.k8s.io"], &["csistoragecapacities"]),
+                // NodeVolumeLimits counts a node's VolumeAttachments (upstream's since 1.32).
+                rule(READ, &["storage.k8s.io"], &["volumeattachments"]),
             ],
         ),
         role(

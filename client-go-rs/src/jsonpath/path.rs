@@ -1,5 +1,5 @@
-//! The JSONPath dialect of kubectl and client-go (`k8s.io/client-go/util/jsonpath`), as CRD
-//! printer columns use it: `.spec.replicas`, `.metadata.labels.app`, `.spec.items[*].name`,
+//! The path expressions of the JSONPath dialect (`k8s.io/client-go/util/jsonpath`), the
+//! inside of one `{...}` action: `.spec.replicas`, `.metadata.labels.app`, `.spec.items[*].name`,
 //! `.spec.items[-1:]`, `..name`, `['a.b']`, `.status.conditions[?(@.type=="Ready")].status`.
 //!
 //! Only the inside of one `{...}` action is parsed (upstream wraps a column's path in braces);

@@ -1,19 +1,23 @@
-//! Strategic merge patch, as the apiserver applies it (`application/strategic-merge-patch+json`).
+//! Strategic merge patch (upstream's apimachinery `util/strategicpatch`): the apiserver applies
+//! one (`application/strategic-merge-patch+json`), kubectl computes one for `apply`.
 //!
 //! Lists tagged `merge` merge by their merge key (or as a set of primitives), other lists are
 //! replaced, maps merge, `null` deletes, and the directives `$patch`, `$retainKeys`,
 //! `$deleteFromPrimitiveList/<field>` and `$setElementOrder/<field>` that kubectl sends are
 //! honoured. The strategies come from the table in [`strategies`].
 
+mod json_merge;
 mod merge;
 mod order;
 pub mod schema;
 pub mod strategies;
+mod three_way;
 
 use serde_json::Value;
 
-use super::PatchError;
+pub use json_merge::create_three_way_json_merge_patch;
 pub use schema::Schema;
+pub use three_way::create_three_way_merge_patch;
 
 /// What the patched object is, so strategic merge can find its patch strategies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,21 +73,6 @@ impl SmpError {
             SmpError::Other(_) => 500,
         }
     }
-}
-
-/// Applies a strategic merge patch body to `original`.
-pub(super) fn apply(
-    original: &Value,
-    body: &[u8],
-    target: PatchTarget<'_>,
-) -> Result<Value, PatchError> {
-    let schema = match target {
-        PatchTarget::Custom => return Err(PatchError::StrategicMergeNotSupported),
-        PatchTarget::BuiltIn { group, kind } => Schema::for_kind(group, kind),
-    };
-    let patch: Value = serde_json::from_slice(body)
-        .map_err(|e| PatchError::BadRequest(format!("invalid strategic merge patch: {e}")))?;
-    Ok(merge_objects(original, &patch, schema)?)
 }
 
 /// Merges a strategic merge `patch` into `original`, both whole objects of type `schema`.

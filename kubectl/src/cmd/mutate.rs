@@ -1,0 +1,151 @@
+//! What the commands that change objects share: `--dry-run`, the `kind/name verb` lines or
+//! `-o` output of the result, and upstream's wrapping of errors with the manifest's name.
+
+use crate::discovery::ApiResource;
+use crate::errors::ApiError;
+use crate::printers::{self, OutputFormat};
+use serde_json::Value;
+
+/// `--dry-run`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DryRun {
+    #[default]
+    None,
+    Client,
+    Server,
+}
+
+impl DryRun {
+    /// Parses upstream's values (`none`, `client`, `server`; the deprecated bare flag means
+    /// client).
+    pub fn parse(value: Option<&str>) -> anyhow::Result<DryRun> {
+        match value {
+            None | Some("none") | Some("false") => Ok(DryRun::None),
+            Some("client") | Some("true") | Some("") => Ok(DryRun::Client),
+            Some("server") => Ok(DryRun::Server),
+            Some(other) => anyhow::bail!(
+                "Invalid dry-run value ({other}). Must be \"none\", \"server\", or \"client\"."
+            ),
+        }
+    }
+
+    /// The suffix of the result line.
+    pub fn suffix(self) -> &'static str {
+        match self {
+            DryRun::None => "",
+            DryRun::Client => " (dry run)",
+            DryRun::Server => " (server dry run)",
+        }
+    }
+
+    /// Query parameters the request carries.
+    pub fn query(self) -> Vec<(String, String)> {
+        match self {
+            DryRun::Server => vec![("dryRun".into(), "All".into())],
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// Prints the results of changes: `-o` output, or `kind/name <verb><dry run suffix>` lines.
+#[derive(Debug, Default)]
+pub struct Reporter {
+    format: Option<OutputFormat>,
+    printed: usize,
+}
+
+impl Reporter {
+    pub fn new(format: Option<OutputFormat>) -> Self {
+        Reporter { format, printed: 0 }
+    }
+
+    pub fn report(
+        &mut self,
+        resource: &ApiResource,
+        object: &Value,
+        verb: &str,
+        dry_run: DryRun,
+    ) -> anyhow::Result<()> {
+        match &self.format {
+            Some(format) if !format.is_table() => {
+                let mut object = object.clone();
+                printers::strip_managed_fields(&mut object);
+                // Upstream's YAML printer separates the documents it prints.
+                if matches!(format, OutputFormat::Yaml) && self.printed > 0 {
+                    println!("---");
+                }
+                print!(
+                    "{}",
+                    printers::print_objects(format, &[(resource.clone(), object)], true)?
+                );
+            }
+            _ => println!(
+                "{} {verb}{}",
+                printers::name_line(resource, object),
+                dry_run.suffix()
+            ),
+        }
+        self.printed += 1;
+        Ok(())
+    }
+}
+
+/// `-o` of a mutating command (only json, yaml, name and the templates change anything).
+pub fn output_format(output: Option<&str>) -> anyhow::Result<Option<OutputFormat>> {
+    output
+        .filter(|o| !o.is_empty())
+        .map(|o| OutputFormat::parse(Some(o)))
+        .transpose()
+}
+
+/// Upstream's `AddSourceToErr`: a server error about a manifest names the file.
+pub fn with_source(err: anyhow::Error, verb: &str, source: Option<&str>) -> anyhow::Error {
+    match (err.downcast_ref::<ApiError>(), source) {
+        (Some(api), Some(source)) => ApiError {
+            message: format!("error when {verb} \"{source}\": {}", api.message),
+            ..api.clone()
+        }
+        .into(),
+        _ => err,
+    }
+}
+
+/// The name of an object (empty when it has none).
+pub fn name_of(object: &Value) -> &str {
+    object
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dry_run_values() {
+        for (v, want) in [
+            (None, Some(DryRun::None)),
+            (Some("client"), Some(DryRun::Client)),
+            (Some("server"), Some(DryRun::Server)),
+            (Some("none"), Some(DryRun::None)),
+            (Some("bogus"), None),
+        ] {
+            assert_eq!(DryRun::parse(v).ok(), want, "{v:?}");
+        }
+        let err = with_source(
+            ApiError {
+                code: 409,
+                reason: "AlreadyExists".into(),
+                message: "configmaps \"a\" already exists".into(),
+            }
+            .into(),
+            "creating",
+            Some("f.yaml"),
+        );
+        assert_eq!(
+            crate::errors::render(&err),
+            "Error from server (AlreadyExists): error when creating \"f.yaml\": configmaps \"a\" already exists"
+        );
+    }
+}

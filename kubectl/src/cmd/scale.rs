@@ -1,0 +1,142 @@
+//! `kubectl scale`: sets `spec.replicas` through the `scale` subresource, after checking
+//! `--current-replicas` and `--resource-version` preconditions.
+
+use super::mutate::{self, DryRun};
+use crate::app::options::GlobalOptions;
+use crate::errors::Reported;
+use crate::factory::Factory;
+use crate::resource::{self, Info, Selection};
+use clap::Args;
+use serde_json::{Value, json};
+
+/// Flags of `kubectl scale`.
+#[derive(Debug, Clone, Args)]
+pub struct ScaleArgs {
+    /// (-f FILENAME | TYPE NAME)
+    pub args: Vec<String>,
+    /// The new desired number of replicas. Required.
+    #[arg(long, value_name = "int", allow_negative_numbers = true)]
+    pub replicas: Option<i64>,
+    /// Precondition for current size. Requires that the current size of the resource match
+    /// this value in order to scale. -1 (default) for no condition.
+    #[arg(long, default_value_t = -1, allow_negative_numbers = true, value_name = "int")]
+    pub current_replicas: i64,
+    /// Precondition for resource version.
+    #[arg(long, value_name = "string")]
+    pub resource_version: Option<String>,
+    /// Filename, directory, or URL to a file identifying the resource to set a new size
+    #[arg(short = 'f', long = "filename", value_name = "strings")]
+    pub filenames: Vec<String>,
+    /// Process the directory used in -f, --filename recursively.
+    #[arg(short = 'R', long)]
+    pub recursive: bool,
+    /// Selector (label query) to filter on.
+    #[arg(short = 'l', long, value_name = "string")]
+    pub selector: Option<String>,
+    /// Select all resources in the namespace of the specified resource types
+    #[arg(long)]
+    pub all: bool,
+    /// Output format. One of: (json, yaml, name, jsonpath, ...).
+    #[arg(short = 'o', long, value_name = "string")]
+    pub output: Option<String>,
+    /// Must be "none", "server", or "client".
+    #[arg(long, value_name = "string", num_args = 0..=1, default_missing_value = "client")]
+    pub dry_run: Option<String>,
+}
+
+pub async fn run(global: &GlobalOptions, args: &ScaleArgs) -> anyhow::Result<()> {
+    let Some(replicas) = args.replicas else {
+        anyhow::bail!("required flag(s) \"replicas\" not set");
+    };
+    anyhow::ensure!(
+        replicas >= 0,
+        "The --replicas=COUNT flag is required, and COUNT must be greater than or equal to 0"
+    );
+    let dry_run = DryRun::parse(args.dry_run.as_deref())?;
+    let mut reporter = mutate::Reporter::new(mutate::output_format(args.output.as_deref())?);
+    let factory = Factory::new(global).await?;
+    let sel = Selection {
+        filenames: args.filenames.clone(),
+        recursive: args.recursive,
+        selector: args.selector.clone(),
+        all: args.all,
+        chunk_size: 500,
+        ..Default::default()
+    };
+    let resolved = resource::resolve(&factory, &args.args, &sel).await?;
+    let mut targets: Vec<Info> = Vec::new();
+    for info in resolved.infos {
+        if info.name.is_some() {
+            targets.push(info);
+        } else if args.all || args.selector.is_some() {
+            let pages = resource::list_pages(&factory, &info, &sel, None, &[]).await?;
+            for item in resource::items_of(&info.resource, &pages) {
+                targets.push(Info {
+                    name: Some(mutate::name_of(&item).to_owned()),
+                    ..info.clone()
+                });
+            }
+        } else {
+            anyhow::bail!("resource(s) were provided, but no name was specified");
+        }
+    }
+    if targets.is_empty() {
+        anyhow::bail!("no objects passed to scale");
+    }
+    let mut errors = Vec::new();
+    for info in &targets {
+        let result = async {
+            let scale_path = format!("{}/scale", info.path());
+            let scale = factory.get(&scale_path).await?;
+            if args.current_replicas >= 0 {
+                let have = scale
+                    .pointer("/spec/replicas")
+                    .and_then(Value::as_i64)
+                    .unwrap_or(0);
+                anyhow::ensure!(
+                    have == args.current_replicas,
+                    "Expected replicas to be {}, was {have}",
+                    args.current_replicas
+                );
+            }
+            if let Some(want) = &args.resource_version {
+                let have = scale
+                    .pointer("/metadata/resourceVersion")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                anyhow::ensure!(
+                    have == want,
+                    "Expected resource version to be {want}, was {have}"
+                );
+            }
+            if dry_run == DryRun::Client {
+                return factory.get(&info.path()).await;
+            }
+            let mut patch = json!({"spec": {"replicas": replicas}});
+            if let Some(rv) = &args.resource_version {
+                patch["metadata"] = json!({"resourceVersion": rv});
+            }
+            let url = resource::with_query(&scale_path, &dry_run.query());
+            factory
+                .request(
+                    http::Method::PATCH,
+                    &url,
+                    Some((serde_json::to_vec(&patch)?, "application/merge-patch+json")),
+                    None,
+                )
+                .await?;
+            // The line names the scaled object, not the Scale.
+            factory.get(&info.path()).await
+        }
+        .await;
+        match result {
+            Ok(object) => reporter.report(&info.resource, &object, "scaled", dry_run)?,
+            Err(err) => errors.push(err),
+        }
+    }
+    match errors.len() {
+        0 => Ok(()),
+        1 => Err(errors.remove(0)),
+        _ => Err(Reported(errors).into()),
+    }
+}
