@@ -67,6 +67,34 @@ impl Default for StatusManager {
     }
 }
 
+/// A terminal phase is final, whatever a later computation says, and so is what explains it.
+/// A sync that began before an eviction recorded `Failed`/`Evicted` computes from the older
+/// status: its result must not wipe the reason, message or `DisruptionTarget` condition (as
+/// upstream's pod worker applies the eviction's status function to every terminating sync).
+fn keep_terminal(old: &PodStatus, new: &mut PodStatus) {
+    if !phase::is_terminal(old.phase.as_deref()) {
+        return;
+    }
+    new.phase.clone_from(&old.phase);
+    if new.reason.is_none() {
+        new.reason.clone_from(&old.reason);
+    }
+    if new.message.is_none() {
+        new.message.clone_from(&old.message);
+    }
+    let kept = old
+        .conditions
+        .iter()
+        .flatten()
+        .filter(|c| !conditions::kubelet_owned(&c.type_));
+    for c in kept {
+        let conds = new.conditions.get_or_insert_with(Vec::new);
+        if !conds.iter().any(|n| n.type_ == c.type_) {
+            conds.push(c.clone());
+        }
+    }
+}
+
 impl StatusManager {
     /// The last status computed for the pod with this uid.
     pub fn get_pod_status(&self, uid: &str) -> Option<PodStatus> {
@@ -92,10 +120,7 @@ impl StatusManager {
             written_rv: None,
         });
         let mut status = status;
-        // A terminal phase is final, whatever a later computation says.
-        if phase::is_terminal(entry.status.phase.as_deref()) && entry.status.phase != status.phase {
-            status.phase = entry.status.phase.clone();
-        }
+        keep_terminal(&entry.status, &mut status);
         if entry.version > 0 && entry.status == status {
             return false;
         }
@@ -201,5 +226,73 @@ impl ProbeView for StatusManager {
 
     fn started(&self, container_id: &str) -> Option<bool> {
         self.startup.read().get(container_id).copied()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::PodCondition;
+
+    fn pod() -> Pod {
+        let mut p = Pod::default();
+        p.metadata.uid = Some("u1".into());
+        p.metadata.name = Some("p".into());
+        p
+    }
+
+    fn cond(type_: &str) -> PodCondition {
+        PodCondition {
+            type_: type_.into(),
+            status: "True".into(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_sync_from_before_the_eviction_keeps_the_evicted_status() {
+        let m = StatusManager::default();
+        let evicted = PodStatus {
+            phase: Some("Failed".into()),
+            reason: Some("Evicted".into()),
+            message: Some("low on memory".into()),
+            conditions: Some(vec![cond("DisruptionTarget"), cond("Ready")]),
+            ..Default::default()
+        };
+        m.set_pod_status(&pod(), evicted);
+        let stale = PodStatus {
+            phase: Some("Running".into()),
+            conditions: Some(vec![cond("Ready")]),
+            ..Default::default()
+        };
+        m.set_pod_status(&pod(), stale);
+        let got = m.get_pod_status("u1").unwrap();
+        assert_eq!(got.phase.as_deref(), Some("Failed"));
+        assert_eq!(got.reason.as_deref(), Some("Evicted"));
+        assert_eq!(got.message.as_deref(), Some("low on memory"));
+        let types: Vec<&str> = got
+            .conditions
+            .iter()
+            .flatten()
+            .map(|c| c.type_.as_str())
+            .collect();
+        assert_eq!(types, ["Ready", "DisruptionTarget"]);
+    }
+
+    #[test]
+    fn a_running_pod_takes_the_new_status_whole() {
+        let m = StatusManager::default();
+        let first = PodStatus {
+            phase: Some("Running".into()),
+            reason: Some("X".into()),
+            ..Default::default()
+        };
+        m.set_pod_status(&pod(), first);
+        let next = PodStatus {
+            phase: Some("Failed".into()),
+            ..Default::default()
+        };
+        m.set_pod_status(&pod(), next.clone());
+        assert_eq!(m.get_pod_status("u1"), Some(next));
     }
 }
