@@ -74,6 +74,7 @@ impl Containerd {
     /// `dir`, starts containerd, waits until CRI answers with runtime and network ready, and
     /// imports pause and busybox.
     pub fn start(dir: &Path) -> anyhow::Result<Self> {
+        crate::panic_note::install();
         anyhow::ensure!(
             Path::new("/usr/bin/containerd").exists(),
             "containerd is missing: run hack/install-deps.sh"
@@ -268,6 +269,7 @@ impl Drop for Containerd {
     fn drop(&mut self) {
         if std::thread::panicking() {
             eprintln!("----- containerd log -----\n{}", self.logs());
+            crate::panic_note::repeat();
         }
         self.cleanup();
     }

@@ -16,6 +16,7 @@ pub struct Daemon {
 impl Daemon {
     /// Starts `binary` with `args`, logging to `<dir>/<name>.log`.
     pub fn start(binary: &Path, args: &[String], dir: &Path) -> anyhow::Result<Self> {
+        crate::panic_note::install();
         let name = binary
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -75,6 +76,7 @@ impl Drop for Daemon {
         }
         if std::thread::panicking() {
             eprintln!("----- {} log -----\n{}", self.name, self.logs());
+            crate::panic_note::repeat();
         }
     }
 }

@@ -12,6 +12,7 @@ pub mod https;
 pub mod kubectl;
 pub mod kubectl_compare;
 pub mod kubelet;
+pub mod panic_note;
 pub mod pki;
 pub mod python;
 pub mod scheduler;
