@@ -8,6 +8,9 @@
 //! suffix); output holding ages (event tables, a node's pods) is compared line by line with
 //! indentation kept, runs of spaces collapsed and ages masked, since an age may move a column.
 
+#[path = "kubectl_ours_describe/issue9_kinds.rs"]
+mod issue9_kinds;
+
 use e2e::kubectl::Output;
 use e2e::kubectl_compare::{Comparison, normalize_identity, replace_word};
 use e2e::secure::SecureCluster;
@@ -289,6 +292,7 @@ fn mask_describe(text: &str) -> String {
         "Creation Timestamp:",
         "UID:",
         "Resource Version:",
+        "Created on:",
     ];
     let mut out = String::with_capacity(text.len());
     for line in text.split_inclusive('\n') {

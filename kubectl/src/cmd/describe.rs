@@ -1,19 +1,25 @@
 //! `kubectl describe`: objects by type and name (or name prefix), `TYPE/NAME`, `-f`, `-l`,
 //! `-A`, laid out by upstream's describers (pods, nodes, deployments, replica sets, services,
-//! namespaces, config maps, secrets, service accounts) or the generic one, with their events.
+//! namespaces, config maps, secrets, service accounts, ingresses, network policies, HPAs,
+//! storage classes, CSRs, ...) or the generic one, with their events.
 
 mod apps;
+mod autoscaling;
+mod certificates;
 mod containers;
 mod core;
 mod events;
 mod generic;
+mod ingress;
 mod network;
+mod network_policy;
 mod node;
 mod pod;
 mod quantity;
 mod quota;
 mod rbac;
 mod storage;
+mod storage_class;
 mod tabwriter;
 mod workloads;
 mod writer;
@@ -375,6 +381,30 @@ async fn describe_object(
             workloads::priority_class(object, search("PriorityClass").await.as_deref())
         }
         ("", "LimitRange") => quota::limit_range(object),
+        ("networking.k8s.io", "Ingress") => {
+            let found = ingress::lookup(factory, object).await;
+            ingress::describe(object, &found, search("Ingress").await.as_deref())
+        }
+        ("networking.k8s.io", "NetworkPolicy") => network_policy::describe(object),
+        ("autoscaling", "HorizontalPodAutoscaler") => {
+            // Upstream describes an HPA as autoscaling/v2 whichever version named it.
+            let v2 = if resource.version == "v2" {
+                object.clone()
+            } else {
+                factory
+                    .get(&format!(
+                        "/apis/autoscaling/v2/namespaces/{namespace}/horizontalpodautoscalers/{name}"
+                    ))
+                    .await?
+            };
+            autoscaling::describe(&v2, search("HorizontalPodAutoscaler").await.as_deref())
+        }
+        ("storage.k8s.io", "StorageClass") => {
+            storage_class::describe(object, search("StorageClass").await.as_deref())
+        }
+        ("certificates.k8s.io", "CertificateSigningRequest") => {
+            certificates::describe(object, search("CertificateSigningRequest").await.as_deref())?
+        }
         _ => {
             let events = if args.show_events {
                 let reference = events::Reference {

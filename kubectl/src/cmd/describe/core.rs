@@ -145,7 +145,7 @@ pub fn service(svc: &Value, slices: &[Value], events: Option<&[Value]>) -> Strin
 }
 
 /// `formatEndpointSlices` for one port name: up to three ready `ip:port`, then `+ N more...`.
-fn format_endpoint_slices(slices: &[Value], port_name: &str) -> String {
+pub fn format_endpoint_slices(slices: &[Value], port_name: &str) -> String {
     if slices.is_empty() {
         return "<none>".to_owned();
     }
