@@ -101,10 +101,11 @@ impl Factory {
         accept: Option<&str>,
     ) -> anyhow::Result<String> {
         let request = build(method, path, body, accept)?;
-        self.client
-            .request_text(request)
+        let response = self.send(request).await?;
+        let bytes = collect(response.into_body())
             .await
-            .map_err(|err| self.translate(err))
+            .map_err(|err| self.translate(err))?;
+        Ok(String::from_utf8(bytes.to_vec())?)
     }
 
     /// A watch (`path` must carry `watch=true`): each event's `(type, object)`.
@@ -113,39 +114,146 @@ impl Factory {
         path: &str,
         accept: Option<&str>,
     ) -> anyhow::Result<impl Stream<Item = anyhow::Result<(String, Value)>> + use<>> {
-        let request = build(Method::GET, path, None, accept)?;
+        let mut request = build(Method::GET, path, None, accept)?;
+        // As kube's request_events: a gzipped watch stream is not decoded past its first
+        // member, so watches ask for no compression.
+        request.headers_mut().insert(
+            http::header::ACCEPT_ENCODING,
+            http::HeaderValue::from_static("identity"),
+        );
+        let response = self.send(request).await?;
         let host = self.host.clone();
-        let events = self
+        Ok(watch_events(response.into_body(), host))
+    }
+
+    /// Sends `request`, prints the response's `Warning` headers (errors carry them too) and
+    /// turns an error status into [`ApiError`], as kube's `request_text` did.
+    async fn send(
+        &self,
+        request: Request<Vec<u8>>,
+    ) -> anyhow::Result<http::Response<kube::client::Body>> {
+        let response = self
             .client
-            .request_events::<Value>(request)
+            .send(request.map(kube::client::Body::from))
             .await
             .map_err(|err| self.translate(err))?;
-        Ok(StreamExt::map(
-            events,
-            move |event: Result<kube::api::WatchEvent<Value>, kube::Error>| {
-                use kube::api::WatchEvent;
-                let event = event.map_err(|err| translate(&host, err))?;
-                Ok(match event {
-                    WatchEvent::Added(o) => ("ADDED".to_owned(), o),
-                    WatchEvent::Modified(o) => ("MODIFIED".to_owned(), o),
-                    WatchEvent::Deleted(o) => ("DELETED".to_owned(), o),
-                    WatchEvent::Bookmark(_) => ("BOOKMARK".to_owned(), Value::Null),
-                    WatchEvent::Error(status) => {
-                        return Err(ApiError {
-                            code: status.code,
-                            reason: status.reason,
-                            message: status.message,
-                        }
-                        .into());
-                    }
-                })
-            },
-        ))
+        crate::warnings::handle(response.headers());
+        let status = response.status();
+        if !status.is_client_error() && !status.is_server_error() {
+            return Ok(response);
+        }
+        let bytes = collect(response.into_body())
+            .await
+            .map_err(|err| self.translate(err))?;
+        let text = String::from_utf8_lossy(&bytes);
+        let status = match serde_json::from_str::<kube::core::Status>(&text) {
+            Ok(status) => status,
+            // A proxy or a bare unknown path answers in plain text.
+            Err(_) => kube::core::Status::failure(text.trim(), "Failed to parse error data")
+                .with_code(status.as_u16()),
+        };
+        Err(self.translate(kube::Error::Api(status.boxed())))
     }
 
     fn translate(&self, err: kube::Error) -> anyhow::Error {
         translate(&self.host, err)
     }
+}
+
+async fn collect(body: kube::client::Body) -> Result<bytes::Bytes, kube::Error> {
+    body.collect_bytes().await
+}
+
+/// A watch body's lines as `(type, object)`, framed and ended as kube's `request_events`
+/// frames them: a timeout or a truncated chunk ends the stream quietly (the caller resumes),
+/// a line that is a `Status` is that error.
+fn watch_events(
+    body: kube::client::Body,
+    host: String,
+) -> impl Stream<Item = anyhow::Result<(String, Value)>> + use<> {
+    use futures::TryStreamExt as _;
+    use http_body_util::BodyExt as _;
+    use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
+    let data = body.into_data_stream().map_err(|err| {
+        let chunk_eof = err.to_string().contains("unexpected EOF during chunk");
+        if chunk_eof || chain_has_eof(&err) {
+            return std::io::Error::new(std::io::ErrorKind::UnexpectedEof, err);
+        }
+        std::io::Error::other(err)
+    });
+    let lines = FramedRead::new(tokio_util::io::StreamReader::new(data), LinesCodec::new());
+    StreamExt::filter_map(lines, move |line| {
+        let host = host.clone();
+        async move {
+            let line = match line {
+                Ok(line) => line,
+                Err(LinesCodecError::Io(e))
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::TimedOut | std::io::ErrorKind::UnexpectedEof
+                    ) =>
+                {
+                    return None;
+                }
+                Err(LinesCodecError::Io(e)) => {
+                    return Some(Err(translate(&host, kube::Error::ReadEvents(e))));
+                }
+                Err(err) => return Some(Err(anyhow::anyhow!("reading the watch: {err}"))),
+            };
+            match serde_json::from_str::<Value>(&line) {
+                Ok(event) => Some(parse_event(event)),
+                // A line cut short by the stream's end (the codec's last partial line).
+                Err(err) if err.is_eof() => None,
+                Err(err) => Some(Err(anyhow::anyhow!("decoding a watch event: {err}"))),
+            }
+        }
+    })
+}
+
+fn chain_has_eof(err: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cur = Some(err);
+    while let Some(e) = cur {
+        if let Some(io) = e.downcast_ref::<std::io::Error>()
+            && io.kind() == std::io::ErrorKind::UnexpectedEof
+        {
+            return true;
+        }
+        cur = e.source();
+    }
+    false
+}
+
+/// One watch line: `{"type": ..., "object": ...}`; `ERROR` (or a bare `Status`) is an error.
+fn parse_event(mut event: Value) -> anyhow::Result<(String, Value)> {
+    let kind = event.get("type").and_then(Value::as_str).map(str::to_owned);
+    let object = event.get_mut("object").map(Value::take);
+    match (kind.as_deref(), object) {
+        (Some("ERROR"), Some(status)) => Err(status_error(&status)),
+        (Some("BOOKMARK"), Some(_)) => Ok(("BOOKMARK".to_owned(), Value::Null)),
+        (Some(kind @ ("ADDED" | "MODIFIED" | "DELETED")), Some(object)) => {
+            Ok((kind.to_owned(), object))
+        }
+        _ if event.get("kind").and_then(Value::as_str) == Some("Status") => {
+            Err(status_error(&event))
+        }
+        _ => Err(anyhow::anyhow!("decoding a watch event: unknown shape")),
+    }
+}
+
+fn status_error(status: &Value) -> anyhow::Error {
+    let text = |key: &str| {
+        status
+            .get(key)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned()
+    };
+    ApiError {
+        code: status.get("code").and_then(Value::as_u64).unwrap_or(0) as u16,
+        reason: text("reason"),
+        message: text("message"),
+    }
+    .into()
 }
 
 fn build(

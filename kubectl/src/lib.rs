@@ -10,3 +10,4 @@ pub mod kubeconfig;
 pub mod printers;
 pub mod remotecommand;
 pub mod resource;
+pub mod warnings;

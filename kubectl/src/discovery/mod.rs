@@ -1,13 +1,19 @@
-//! Server discovery (`/api`, `/apis` and every group-version's resource list) with upstream's
-//! disk cache: `<cache-dir>/discovery/<host_port>/servergroups.json` and
+//! Server discovery with upstream's disk cache. As kubectl 1.33, `/api` and `/apis` are asked
+//! for the aggregated form (`apidiscovery.k8s.io` `APIGroupDiscoveryList`), which holds every
+//! resource, so a cold cache costs two requests; a server answering the legacy `APIGroupList`
+//! costs one more per group-version. The cache is upstream's layout, so both kubectls can share
+//! it: `<cache-dir>/discovery/<host_port>/servergroups.json` and
 //! `<group>/<version>/serverresources.json`, trusted for six hours and refreshed when a name
 //! does not resolve, as upstream's memcached/disk discovery client does.
 
+mod aggregated;
 pub mod mapper;
 
 use crate::factory::Factory;
+use http::Method;
 pub use mapper::{ApiResource, Mapping, RestMapper};
 use serde_json::{Value, json};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
@@ -46,20 +52,31 @@ impl<'a> Discovery<'a> {
 
     /// The served groups (`api-versions`), the core group first.
     pub async fn groups(&self, fresh: bool) -> anyhow::Result<Vec<Group>> {
-        let doc = self.server_groups(fresh).await?;
+        let (doc, _) = self.server_groups(fresh).await?;
         Ok(parse_groups(&doc))
     }
 
     async fn load(&self, fresh: bool) -> anyhow::Result<RestMapper> {
-        let groups = self.groups(fresh).await?;
+        let (doc, mut fetched) = self.server_groups(fresh).await?;
+        let groups = parse_groups(&doc);
         let mut wanted = Vec::new();
         for group in &groups {
             for gv in &group.versions {
                 wanted.push((group.clone(), gv.clone()));
             }
         }
-        let lists =
-            futures::future::join_all(wanted.iter().map(|(_, gv)| self.resources(gv, fresh))).await;
+        // What the aggregated answer held needs no request; the rest (a legacy server, or a
+        // warm cache) comes from each group-version's file or document.
+        let lists = futures::future::join_all(wanted.iter().map(|(_, gv)| {
+            let known = fetched.remove(gv);
+            async move {
+                match known {
+                    Some(list) => Ok(list),
+                    None => self.resources(gv, fresh).await,
+                }
+            }
+        }))
+        .await;
         let mut resources = Vec::new();
         for ((group, gv), list) in wanted.iter().zip(lists) {
             // A group-version that fails (an unavailable aggregated API) is skipped, as upstream
@@ -76,30 +93,56 @@ impl<'a> Discovery<'a> {
         Ok(RestMapper::new(resources))
     }
 
-    async fn server_groups(&self, fresh: bool) -> anyhow::Result<Value> {
+    /// The `APIGroupList` (core group first) and, when the server answered in the aggregated
+    /// form, every group-version's `APIResourceList` with it. Fetched documents are cached as
+    /// upstream's disk client writes them: `servergroups.json` and, from an aggregated answer,
+    /// each `<gv>/serverresources.json` at once.
+    async fn server_groups(&self, fresh: bool) -> anyhow::Result<(Value, HashMap<String, Value>)> {
         let path = self.dir.join("servergroups.json");
         if !fresh && let Some(doc) = read_fresh(&path) {
-            return Ok(doc);
+            return Ok((doc, HashMap::new()));
         }
-        let core = self.factory.get("/api").await?;
-        let apis = self.factory.get("/apis").await?;
-        // The legacy group goes first, as upstream's ServerGroups puts it.
-        let mut groups = vec![json!({
-            "name": "",
-            "versions": core.get("versions").and_then(Value::as_array).cloned().unwrap_or_default()
-                .iter().filter_map(Value::as_str)
-                .map(|v| json!({"groupVersion": v, "version": v})).collect::<Vec<_>>(),
-            "preferredVersion": {"groupVersion": "v1", "version": "v1"},
-        })];
-        groups.extend(
-            apis.get("groups")
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default(),
-        );
+        let (core, apis) = futures::future::try_join(
+            self.factory
+                .request(Method::GET, "/api", None, Some(aggregated::ACCEPT)),
+            self.factory
+                .request(Method::GET, "/apis", None, Some(aggregated::ACCEPT)),
+        )
+        .await?;
+        let mut lists = HashMap::new();
+        let mut groups = Vec::new();
+        match aggregated::split(&core) {
+            Some(split) => {
+                groups.extend(split.groups);
+                lists.extend(split.lists);
+            }
+            // The legacy group goes first, as upstream's ServerGroups puts it.
+            None => groups.push(json!({
+                "name": "",
+                "versions": core.get("versions").and_then(Value::as_array).cloned().unwrap_or_default()
+                    .iter().filter_map(Value::as_str)
+                    .map(|v| json!({"groupVersion": v, "version": v})).collect::<Vec<_>>(),
+                "preferredVersion": {"groupVersion": "v1", "version": "v1"},
+            })),
+        }
+        match aggregated::split(&apis) {
+            Some(split) => {
+                groups.extend(split.groups);
+                lists.extend(split.lists);
+            }
+            None => groups.extend(
+                apis.get("groups")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default(),
+            ),
+        }
         let doc = json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups});
         write_cache(&path, &doc);
-        Ok(doc)
+        for (gv, list) in &lists {
+            write_cache(&self.dir.join(gv).join("serverresources.json"), list);
+        }
+        Ok((doc, lists))
     }
 
     async fn resources(&self, group_version: &str, fresh: bool) -> anyhow::Result<Value> {
