@@ -450,6 +450,8 @@ async fn our_streaming_commands_match_upstream() {
     c.same(&["attach", "talker", "-c", "nope"]);
 
     // port-forward: pod, service (its targetPort) and deployment, same body both ways.
+    // Both kubectls listen on 127.0.0.1 and, where the host has it, on [::1].
+    let listeners = 1 + usize::from(std::net::TcpListener::bind("[::1]:0").is_ok());
     for target in ["pod/web", "svc/web", "web"] {
         let remote = if target == "svc/web" { "80" } else { "8080" };
         let mut bodies = Vec::new();
@@ -463,8 +465,12 @@ async fn our_streaming_commands_match_upstream() {
                 target,
                 &format!("{port}:{remote}"),
             ]);
-            let out = fwd.wait_for(PATIENCE, "the forwarding line", |o| {
-                o.contains("Forwarding from")
+            // One line per listener, written one at a time: all of them before comparing.
+            let out = fwd.wait_for(PATIENCE, "the forwarding lines", |o| {
+                o.lines()
+                    .filter(|l| l.starts_with("Forwarding from"))
+                    .count()
+                    == listeners
             });
             lines.push(out.replace(&port.to_string(), "PORT"));
             bodies.push(http_body(http_get_loopback(port, "/index.html").await));

@@ -1,6 +1,6 @@
 //! `kubectl attach`: connects to the main process of a running container.
 
-use super::exec::{Terminal, conclude};
+use super::exec::{StreamFlags, Terminal, conclude};
 use crate::app::options::GlobalOptions;
 use crate::factory::Factory;
 use crate::remotecommand::pods;
@@ -12,24 +12,8 @@ use serde_json::Value;
 pub struct AttachArgs {
     /// (POD | TYPE/NAME)
     pub pod: Vec<String>,
-    /// Container name. If omitted, use the kubectl.kubernetes.io/default-container annotation
-    /// for selecting the container to be attached or the first container in the pod will be
-    /// chosen
-    #[arg(short = 'c', long, value_name = "string")]
-    pub container: Option<String>,
-    /// Pass stdin to the container
-    #[arg(short = 'i', long)]
-    pub stdin: bool,
-    /// Stdin is a TTY
-    #[arg(short = 't', long)]
-    pub tty: bool,
-    /// Only print output from the remote session
-    #[arg(short = 'q', long)]
-    pub quiet: bool,
-    /// The length of time (like 5s, 2m, or 3h, higher than zero) to wait until at least one
-    /// pod is running
-    #[arg(long, value_name = "duration", default_value = "1m0s")]
-    pub pod_running_timeout: String,
+    #[command(flatten)]
+    pub stream: StreamFlags,
 }
 
 pub async fn run(global: &GlobalOptions, args: &AttachArgs) -> anyhow::Result<()> {
@@ -43,15 +27,8 @@ pub async fn run(global: &GlobalOptions, args: &AttachArgs) -> anyhow::Result<()
         ),
     };
     let factory = Factory::new(global).await?;
-    let timeout = pods::running_timeout(&args.pod_running_timeout, "attach")?;
-    let pod = pods::pod_for(&factory, target, timeout).await?;
-    let phase = pod
-        .pointer("/status/phase")
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    if matches!(phase, "Succeeded" | "Failed") {
-        anyhow::bail!("cannot attach a container in a completed pod; current phase is {phase}");
-    }
+    let args = &args.stream;
+    let pod = args.live_pod(&factory, target, "attach", "attach").await?;
     let container = match args.container.as_deref().filter(|c| !c.is_empty()) {
         Some(c) => pods::default_container(&pod, Some(c), true)
             .map_err(|e| anyhow::anyhow!("cannot attach to the container: {e}"))?,

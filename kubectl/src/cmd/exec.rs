@@ -15,6 +15,13 @@ pub struct ExecArgs {
     /// COMMAND [args...], after `--`.
     #[arg(last = true)]
     pub command: Vec<String>,
+    #[command(flatten)]
+    pub stream: StreamFlags,
+}
+
+/// The flags `exec` and `attach` share.
+#[derive(Debug, Clone, Args)]
+pub struct StreamFlags {
     /// Container name. If omitted, use the kubectl.kubernetes.io/default-container annotation
     /// for selecting the container to be attached or the first container in the pod will be
     /// chosen
@@ -35,6 +42,31 @@ pub struct ExecArgs {
     pub pod_running_timeout: String,
 }
 
+impl StreamFlags {
+    /// The pod `target` stands for, once running, refused when it has completed; `command`
+    /// names the flag errors' help, `doing` the completed pod's error ("exec into").
+    pub async fn live_pod(
+        &self,
+        factory: &Factory,
+        target: &str,
+        command: &str,
+        doing: &str,
+    ) -> anyhow::Result<Value> {
+        let timeout = pods::running_timeout(&self.pod_running_timeout, command)?;
+        let pod = pods::pod_for(factory, target, timeout).await?;
+        let phase = pod
+            .pointer("/status/phase")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        if matches!(phase, "Succeeded" | "Failed") {
+            anyhow::bail!(
+                "cannot {doing} a container in a completed pod; current phase is {phase}"
+            );
+        }
+        Ok(pod)
+    }
+}
+
 pub async fn run(global: &GlobalOptions, args: &ExecArgs) -> anyhow::Result<()> {
     let Some(target) = args.pod.first() else {
         anyhow::bail!("pod, type/name or --filename must be specified");
@@ -48,20 +80,15 @@ pub async fn run(global: &GlobalOptions, args: &ExecArgs) -> anyhow::Result<()> 
         anyhow::bail!("you must specify at least one command for the container");
     }
     let factory = Factory::new(global).await?;
-    let timeout = pods::running_timeout(&args.pod_running_timeout, "exec")?;
-    let pod = pods::pod_for(&factory, target, timeout).await?;
-    let phase = pod
-        .pointer("/status/phase")
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    if matches!(phase, "Succeeded" | "Failed") {
-        anyhow::bail!("cannot exec into a container in a completed pod; current phase is {phase}");
-    }
-    let container = match args.container.as_deref().filter(|c| !c.is_empty()) {
+    let flags = &args.stream;
+    let pod = flags
+        .live_pod(&factory, target, "exec", "exec into")
+        .await?;
+    let container = match flags.container.as_deref().filter(|c| !c.is_empty()) {
         Some(c) => c.to_owned(),
-        None => pods::default_container(&pod, None, args.quiet)?,
+        None => pods::default_container(&pod, None, flags.quiet)?,
     };
-    let terminal = Terminal::setup(args.stdin, args.tty, args.quiet);
+    let terminal = Terminal::setup(flags.stdin, flags.tty, flags.quiet);
     let mut query: Vec<(String, String)> = args
         .command
         .iter()
@@ -81,7 +108,7 @@ pub async fn run(global: &GlobalOptions, args: &ExecArgs) -> anyhow::Result<()> 
         &query,
     );
     let outcome = terminal.run(&factory, &path).await?;
-    conclude(outcome, args.stdin)
+    conclude(outcome, flags.stdin)
 }
 
 /// What the local side of a remote command uses: stdin or not, a raw TTY or not.
