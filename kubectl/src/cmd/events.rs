@@ -146,6 +146,7 @@ pub async fn run(global: &GlobalOptions, args: &EventsArgs) -> anyhow::Result<()
         OutputFormat::JsonPath(t) => t
             .render(&typed::event_list(items))
             .map_err(|err| anyhow::anyhow!("error executing jsonpath: {err}"))?,
+        OutputFormat::GoTemplate(t) => printers::render_go_template(t, &typed::event_list(items))?,
         OutputFormat::CustomColumns(_) => unreachable_format()?,
     };
     let mut stdout = std::io::stdout().lock();
@@ -248,6 +249,7 @@ async fn watch(
             OutputFormat::JsonPath(t) => t
                 .render(&object)
                 .map_err(|err| anyhow::anyhow!("error executing jsonpath: {err}"))?,
+            OutputFormat::GoTemplate(t) => printers::render_go_template(t, &object)?,
             OutputFormat::CustomColumns(_) => unreachable_format()?,
         };
         let mut stdout = std::io::stdout().lock();

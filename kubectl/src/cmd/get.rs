@@ -81,6 +81,15 @@ pub struct GetArgs {
     /// If true, keep the managedFields when printing objects in JSON or YAML format.
     #[arg(long)]
     pub show_managed_fields: bool,
+    /// Template string or path to template file to use when -o=go-template,
+    /// -o=go-template-file. The template format is golang templates
+    /// [http://golang.org/pkg/text/template/#pkg-overview].
+    #[arg(long, value_name = "string")]
+    pub template: Option<String>,
+    /// If true, ignore any errors in templates when a field or map key is missing in the
+    /// template. Only applies to golang and jsonpath output formats.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true", require_equals = true, value_name = "bool")]
+    pub allow_missing_template_keys: bool,
 }
 
 /// One resource type's share of the output.
@@ -91,7 +100,11 @@ struct Group {
 }
 
 pub async fn run(global: &GlobalOptions, args: &GetArgs) -> anyhow::Result<()> {
-    let mut format = OutputFormat::parse(args.output.as_deref())?;
+    let mut format = OutputFormat::parse_with_template(
+        args.output.as_deref(),
+        args.template.as_deref(),
+        args.allow_missing_template_keys,
+    )?;
     if let OutputFormat::CustomColumns(c) = &mut format {
         c.no_headers = args.no_headers;
     }
@@ -199,7 +212,8 @@ pub async fn run(global: &GlobalOptions, args: &GetArgs) -> anyhow::Result<()> {
         let mut all: Vec<(ApiResource, Value)> = Vec::new();
         for group in &groups {
             let mut objects = group.objects.clone();
-            if !args.show_managed_fields {
+            // Upstream's go-template printer sees managedFields (only json/yaml drop them).
+            if !args.show_managed_fields && !matches!(format, OutputFormat::GoTemplate(_)) {
                 objects.iter_mut().for_each(printers::strip_managed_fields);
             }
             if let Some(sort) = &sort {
@@ -209,7 +223,9 @@ pub async fn run(global: &GlobalOptions, args: &GetArgs) -> anyhow::Result<()> {
         }
         printed = !all.is_empty();
         // json/yaml of an empty result still prints an empty List, as upstream does.
-        if printed || !matches!(format, OutputFormat::Name) {
+        // A single named object that failed prints nothing, not an empty List.
+        let failed_single = resolved.single && !errors.is_empty();
+        if printed || !(matches!(format, OutputFormat::Name) || failed_single) {
             out = printers::print_objects(&format, &all, resolved.single)?;
         }
     }

@@ -69,7 +69,10 @@ impl Reporter {
         match &self.format {
             Some(format) if !format.is_table() => {
                 let mut object = object.clone();
-                printers::strip_managed_fields(&mut object);
+                // Upstream's go-template printer sees managedFields (only json/yaml drop them).
+                if !matches!(format, OutputFormat::GoTemplate(_)) {
+                    printers::strip_managed_fields(&mut object);
+                }
                 // Upstream's YAML printer separates the documents it prints.
                 if matches!(format, OutputFormat::Yaml) && self.printed > 0 {
                     println!("---");

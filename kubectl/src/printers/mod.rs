@@ -2,6 +2,7 @@
 //! custom-columns exactly as upstream's printers write them.
 
 pub mod custom_columns;
+pub mod go_template;
 pub mod json;
 pub mod jsonpath;
 pub mod table;
@@ -23,13 +24,39 @@ pub enum OutputFormat {
     Name,
     JsonPath(jsonpath::Template),
     CustomColumns(custom_columns::Columns),
+    GoTemplate(go_template::GoTemplate),
 }
 
 impl OutputFormat {
     /// Parses `-o`; an unknown format is upstream's error.
     pub fn parse(output: Option<&str>) -> anyhow::Result<OutputFormat> {
-        let Some(output) = output.filter(|o| !o.is_empty()) else {
+        OutputFormat::parse_with_template(output, None, true)
+    }
+
+    /// Parses `-o` with `--template` (which makes the default format go-template) and
+    /// `--allow-missing-template-keys`.
+    pub fn parse_with_template(
+        output: Option<&str>,
+        template_flag: Option<&str>,
+        allow_missing_keys: bool,
+    ) -> anyhow::Result<OutputFormat> {
+        let flag = template_flag.filter(|t| !t.is_empty());
+        let output = output
+            .filter(|o| !o.is_empty())
+            .or(flag.map(|_| "go-template"));
+        let Some(output) = output else {
             return Ok(OutputFormat::Table { wide: false });
+        };
+        if let Some(parsed) = go_template::from_flags(output, flag, allow_missing_keys) {
+            return Ok(OutputFormat::GoTemplate(parsed?));
+        }
+        let with_flag;
+        let output = match flag {
+            Some(t) if !output.contains('=') => {
+                with_flag = format!("{output}={t}");
+                with_flag.as_str()
+            }
+            _ => output,
         };
         let (name, arg) = match output.split_once('=') {
             Some((n, a)) => (n, Some(a)),
@@ -144,7 +171,23 @@ pub fn print_objects(
             let items: Vec<&Value> = objects.iter().map(|(_, o)| o).collect();
             columns.render(&items)?
         }
+        OutputFormat::GoTemplate(t) => render_go_template(t, &doc())?,
         OutputFormat::Table { .. } => anyhow::bail!("a table needs the server's Table"),
+    })
+}
+
+/// Runs a go-template; on failure writes what upstream writes to stdout (the output so far
+/// and its debugging notes) before returning the error.
+pub fn render_go_template(
+    template: &go_template::GoTemplate,
+    object: &Value,
+) -> anyhow::Result<String> {
+    template.render(object).or_else(|failure| {
+        use std::io::Write as _;
+        let mut stdout = std::io::stdout().lock();
+        stdout.write_all(failure.stdout.as_bytes())?;
+        stdout.flush()?;
+        anyhow::bail!("{}", failure.message)
     })
 }
 
@@ -164,6 +207,10 @@ mod tests {
             (Some("custom-columns=N:.metadata.name"), true),
             (Some("jsonpath"), false),
             (Some("xml"), false),
+            (Some("go-template={{.a}}"), true),
+            (Some("template={{.a}}"), true),
+            (Some("go-template"), false),
+            (Some("go-template={{.a"), false),
         ] {
             assert_eq!(OutputFormat::parse(o).is_ok(), ok, "{o:?}");
         }
