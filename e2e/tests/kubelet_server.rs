@@ -198,13 +198,23 @@ async fn kubectl_logs_exec_attach_port_forward_and_cp_reach_the_kubelet() {
     );
     let mut follow = c.k.spawn(&["logs", "-f", "ticker"]);
     follow.wait_for(PATIENCE, "the first line", |o| o.contains("start\n"));
-    let mut attach = c.k.spawn(&["attach", "ticker"]);
-    std::thread::sleep(Duration::from_secs(1));
-    c.k.ok(&["exec", "ticker", "--", "touch", "/tmp/go"]);
+    let attach = c.k.spawn(&["attach", "ticker"]);
+    // Nothing tells when attach's stream is up, and a line written before it is lost to it:
+    // touch until attach saw one rather than once after a guessed delay.
+    let deadline = Instant::now() + PATIENCE;
+    while !attach.stdout().contains("go\n") {
+        assert!(
+            Instant::now() < deadline,
+            "attach never saw a line: {:?} {:?}",
+            attach.stdout(),
+            attach.stderr()
+        );
+        c.k.ok(&["exec", "ticker", "--", "touch", "/tmp/go"]);
+        std::thread::sleep(Duration::from_millis(300));
+    }
     follow.wait_for(PATIENCE, "a line written while following", |o| {
         o.contains("start\ngo\n")
     });
-    attach.wait_for(PATIENCE, "the line through attach", |o| o.contains("go\n"));
     drop(attach);
     drop(follow);
 
@@ -214,8 +224,13 @@ async fn kubectl_logs_exec_attach_port_forward_and_cp_reach_the_kubelet() {
         "echo run $(cat /proc/sys/kernel/random/uuid); trap 'exit 3' TERM; sleep 3600 & wait",
         "",
     );
-    let first = c.logs(&["restarter"]);
-    assert!(first.starts_with("run "), "{first}");
+    // Running says the container started, not that its first line reached the log yet.
+    let first = c.wait("the first run's log", || {
+        let out = c.k.run(&["logs", "restarter"]);
+        (out.success && out.stdout.starts_with("run ") && out.stdout.ends_with('\n'))
+            .then(|| out.stdout.clone())
+            .ok_or(out.stdout + &out.stderr)
+    });
     // The exec may be cut off by the container it stops (exit 137): the restart count below
     // is what proves the signal landed.
     c.k.run(&["exec", "restarter", "--", "kill", "1"]);
