@@ -55,6 +55,8 @@ pub fn parse_header(header: &str) -> Result<(WarningHeader, String), &'static st
         return Err("invalid warning header: empty text segment");
     }
     let (text, date_and_rest) = parse_quoted(rest)?;
+    // RFC 2616 warnings were RFC 2047-encoded; upstream decodes them when it can.
+    let text = decode_words(&text).unwrap_or(text);
     if text.chars().any(char::is_control) {
         return Err("invalid warning header: invalid text");
     }
@@ -102,6 +104,107 @@ fn parse_quoted(s: &str) -> Result<(String, String), &'static str> {
     Err("invalid quoted string: missing closing quote")
 }
 
+/// Go's `mime.WordDecoder.DecodeHeader` with its built-in charsets (UTF-8, ISO-8859-1,
+/// US-ASCII): each `=?charset?B|Q?text?=` decoded, the space between two encoded words
+/// dropped, a malformed word left as it is; `None` when a charset is unknown or the result is
+/// not UTF-8 (upstream then keeps the text undecoded).
+fn decode_words(header: &str) -> Option<String> {
+    let first = header.find("=?")?;
+    let mut out: Vec<u8> = header.as_bytes()[..first].to_vec();
+    let mut rest = &header[first..];
+    let mut between_words = false;
+    while let Some(start) = rest.find("=?") {
+        let Some((word, end)) = encoded_word(&rest[start..]) else {
+            break;
+        };
+        let Some((charset, content)) = word else {
+            // A malformed word is text: keep `=?` and look further.
+            between_words = false;
+            out.extend_from_slice(&rest.as_bytes()[..start + 2]);
+            rest = &rest[start + 2..];
+            continue;
+        };
+        let gap = &rest[..start];
+        if start > 0 && (!between_words || gap.chars().any(|c| !" \t\r\n".contains(c))) {
+            out.extend_from_slice(gap.as_bytes());
+        }
+        match charset.to_ascii_lowercase().as_str() {
+            "utf-8" => out.extend_from_slice(&content),
+            "iso-8859-1" => {
+                let text: String = content.iter().map(|&b| char::from(b)).collect();
+                out.extend_from_slice(text.as_bytes());
+            }
+            "us-ascii" => {
+                for &b in &content {
+                    if b.is_ascii() {
+                        out.push(b);
+                    } else {
+                        out.extend_from_slice("\u{fffd}".as_bytes());
+                    }
+                }
+            }
+            _ => return None,
+        }
+        rest = &rest[start + end..];
+        between_words = true;
+    }
+    out.extend_from_slice(rest.as_bytes());
+    String::from_utf8(out).ok()
+}
+
+/// The encoded word at the start of `s` (which starts with `=?`) and its length: `None` when
+/// no word can be delimited (decoding stops), `Some((None, _))` when its text does not decode.
+type Word<'a> = (Option<(&'a str, Vec<u8>)>, usize);
+
+fn encoded_word(s: &str) -> Option<Word<'_>> {
+    let bytes = s.as_bytes();
+    let mut cur = 2;
+    let charset_len = s[cur..].find('?')?;
+    let charset = &s[cur..cur + charset_len];
+    cur += charset_len + 1;
+    if bytes.len() < cur + "Q??=".len() {
+        return None;
+    }
+    let encoding = bytes[cur];
+    cur += 1;
+    if bytes[cur] != b'?' {
+        return None;
+    }
+    cur += 1;
+    let text_len = s[cur..].find("?=")?;
+    let text = &s[cur..cur + text_len];
+    let end = cur + text_len + 2;
+    let content = match encoding {
+        b'B' | b'b' => {
+            use base64::Engine as _;
+            base64::engine::general_purpose::STANDARD.decode(text).ok()
+        }
+        b'Q' | b'q' => q_decode(text),
+        _ => None,
+    };
+    Some((content.map(|c| (charset, c)), end))
+}
+
+fn q_decode(s: &str) -> Option<Vec<u8>> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'_' => out.push(b' '),
+            b'=' => {
+                let hex = s.get(i + 1..i + 3).filter(|_| i + 2 < bytes.len())?;
+                out.push(u8::from_str_radix(hex, 16).ok()?);
+                i += 2;
+            }
+            c @ (b' '..=b'~' | b'\n' | b'\r' | b'\t') => out.push(c),
+            _ => return None,
+        }
+        i += 1;
+    }
+    Some(out)
+}
+
 static SEEN: Mutex<Option<HashSet<String>>> = Mutex::new(None);
 
 /// Prints the warnings of a response's headers to stderr, each text once per process.
@@ -109,7 +212,8 @@ pub fn handle(headers: &http::HeaderMap) {
     let values = headers
         .get_all(http::header::WARNING)
         .iter()
-        .filter_map(|v| v.to_str().ok());
+        // Go keeps any UTF-8 in a header value, where `to_str` would refuse non-ASCII.
+        .filter_map(|v| std::str::from_utf8(v.as_bytes()).ok());
     let warnings = parse_headers(values);
     if warnings.is_empty() {
         return;
@@ -191,6 +295,32 @@ mod tests {
         for (header, want) in cases {
             assert_eq!(&parse_headers([*header]), want, "{header:?}");
         }
+    }
+
+    #[test]
+    fn rfc2047_text_is_decoded_as_go_mime() {
+        for (text, want) in [
+            ("=?UTF-8?B?SGVsbG8gd29ybGQ=?=", "Hello world"),
+            ("=?utf-8?q?caf=C3=A9_au_lait?=", "café au lait"),
+            ("=?ISO-8859-1?Q?a=E9b?=", "aéb"),
+            ("=?US-ASCII?Q?a=E9b?=", "a\u{fffd}b"),
+            ("x =?UTF-8?Q?a?= =?UTF-8?Q?b?= y", "x ab y"),
+            ("=?UTF-8?Q?a?= - =?UTF-8?Q?b?=", "a - b"),
+            (
+                "=?UTF-8?B?not base64!?= tail",
+                "=?UTF-8?B?not base64!?= tail",
+            ),
+            ("=?UTF-8?X?abc?=", "=?UTF-8?X?abc?="),
+            ("plain =? text", "plain =? text"),
+            ("=?KOI8-R?Q?abc?=", "=?KOI8-R?Q?abc?="),
+            ("=?UTF-8?Q?abc=?=", "=?UTF-8?Q?abc=?="),
+        ] {
+            let header = format!("299 - \"{text}\"");
+            let got = parse_headers([header.as_str()]);
+            assert_eq!(got, vec![w(299, "-", want)], "{text:?}");
+        }
+        // A decoded control character makes the warning invalid.
+        assert_eq!(parse_headers([r#"299 - "=?UTF-8?Q?a=07b?=""#]), vec![]);
     }
 
     #[test]
