@@ -261,27 +261,51 @@ impl Background {
         what: &str,
         pred: impl Fn(&str) -> bool,
     ) -> String {
+        self.wait_on(false, timeout, what, pred)
+    }
+
+    /// [`Background::wait_for`] on its stderr (e.g. the request log of `-v=6`, to know a
+    /// kubectl has read an object before the test changes it).
+    pub fn wait_for_stderr(
+        &mut self,
+        timeout: Duration,
+        what: &str,
+        pred: impl Fn(&str) -> bool,
+    ) -> String {
+        self.wait_on(true, timeout, what, pred)
+    }
+
+    fn wait_on(
+        &mut self,
+        stderr: bool,
+        timeout: Duration,
+        what: &str,
+        pred: impl Fn(&str) -> bool,
+    ) -> String {
+        let read = |b: &Self| if stderr { b.stderr() } else { b.stdout() };
         let deadline = Instant::now() + timeout;
         loop {
-            let out = self.stdout();
+            let out = read(self);
             if pred(&out) {
                 return out;
             }
             if let Ok(Some(status)) = self.child.try_wait() {
-                let out = self.stdout();
+                let out = read(self);
                 if pred(&out) {
                     return out;
                 }
                 panic!(
-                    "kubectl {} exited ({status}) before {what}\nstdout:\n{out}\nstderr:\n{}",
+                    "kubectl {} exited ({status}) before {what}\nstdout:\n{}\nstderr:\n{}",
                     self.what,
+                    self.stdout(),
                     self.stderr()
                 );
             }
             if Instant::now() > deadline {
                 panic!(
-                    "kubectl {}: no {what} within {timeout:?}\nstdout:\n{out}\nstderr:\n{}",
+                    "kubectl {}: no {what} within {timeout:?}\nstdout:\n{}\nstderr:\n{}",
                     self.what,
+                    self.stdout(),
                     self.stderr()
                 );
             }

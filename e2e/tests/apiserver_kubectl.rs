@@ -958,6 +958,7 @@ async fn kubectl_edit_wait_cordon_rollout_expose() {
         "configmap/settings condition met\n"
     );
     let mut waiting = k.spawn(&[
+        "-v=6",
         "wait",
         "--for=delete",
         "configmap/settings",
@@ -965,7 +966,11 @@ async fn kubectl_edit_wait_cordon_rollout_expose() {
         "e2e",
         "--timeout=30s",
     ]);
-    std::thread::sleep(Duration::from_millis(500));
+    // A wait that reads the object only after its deletion prints nothing: delete once its
+    // list/watch by name (which follows the read) was logged.
+    waiting.wait_for_stderr(Duration::from_secs(30), "the read", |err| {
+        err.contains("fieldSelector=metadata.name")
+    });
     k.ok(&["delete", "configmap", "settings", "-n", "e2e"]);
     waiting.wait_for(Duration::from_secs(30), "condition met", |out| {
         out == "configmap/settings condition met\n"

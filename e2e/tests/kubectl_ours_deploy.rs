@@ -521,12 +521,12 @@ async fn deploy_commands_match_upstream() {
         background(
             &cmp.upstream,
             &cmp.ns_upstream,
-            &["wait", "--for=delete", "cm/w2", "--timeout=60s"],
+            &["-v=6", "wait", "--for=delete", "cm/w2", "--timeout=60s"],
         ),
         background(
             &cmp.ours,
             &cmp.ns_ours,
-            &["wait", "--for=delete", "cm/w2", "--timeout=60s"],
+            &["-v=6", "wait", "--for=delete", "cm/w2", "--timeout=60s"],
         ),
     ];
     let mut creating = vec![
@@ -563,9 +563,14 @@ async fn deploy_commands_match_upstream() {
             ],
         ),
     ];
-    // Time for both kubectls to have read the objects (a wait for deletion that starts after
-    // the deletion prints nothing); what is asserted is the output once the changes are made.
-    std::thread::sleep(Duration::from_secs(2));
+    // A wait for deletion that reads the object after the deletion prints nothing: change
+    // nothing before both logged their list/watch by name, which follows the read (a wait
+    // for create or a JSONPath value that starts late still sees it met).
+    for bg in deleting.iter_mut() {
+        bg.wait_for_stderr(Duration::from_secs(60), "the read", |err| {
+            err.contains("fieldSelector=metadata.name")
+        });
+    }
     for ns in [&cmp.ns_upstream, &cmp.ns_ours] {
         cmp.upstream
             .ok(&["-n", ns, "delete", "cm/w2", "--wait=false"]);
