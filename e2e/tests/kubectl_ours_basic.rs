@@ -444,8 +444,10 @@ async fn watch_and_discovery_cache() {
     let mut our_events = cmp.ours.spawn(&our_refs);
     let timeout = Duration::from_secs(20);
     let listed = |out: &str| out.contains("first");
-    up.wait_for(timeout, "the listing", listed);
-    ours.wait_for(timeout, "the listing", listed);
+    // All four listed before the changes: one that lists after them shows `second` once.
+    for bg in [&mut up, &mut ours, &mut up_events, &mut our_events] {
+        bg.wait_for(timeout, "the listing", listed);
+    }
     for ns in [&cmp.ns_upstream, &cmp.ns_ours] {
         cmp.upstream
             .ok(&["create", "configmap", "second-with-a-longer-name", "-n", ns]);
@@ -458,7 +460,9 @@ async fn watch_and_discovery_cache() {
             ns,
         ]);
     }
-    let two_events = |out: &str| out.matches("second-with-a-longer-name").count() >= 2;
+    // Whole lines only: the output is compared as it is when this holds.
+    let two_events =
+        |out: &str| out.matches("second-with-a-longer-name").count() >= 2 && out.ends_with('\n');
     let up_out = up.wait_for(timeout, "two events", two_events);
     let our_out = ours.wait_for(timeout, "two events", two_events);
     let up_events_out = up_events.wait_for(timeout, "two events", two_events);
@@ -477,7 +481,8 @@ async fn watch_and_discovery_cache() {
         normalize_table(&up_out),
         "get -w output (left ours)"
     );
-    let ours_only = cmp.ours.spawn(&[
+    let mut ours_only = cmp.ours.spawn(&[
+        "-v=6",
         "get",
         "cm",
         "--watch-only",
@@ -486,10 +491,12 @@ async fn watch_and_discovery_cache() {
         "-n",
         &cmp.ns_ours,
     ]);
+    // Created before the list it would be listed (and not printed): wait for the watch, which
+    // starts from the list's resourceVersion.
+    ours_only.wait_for_stderr(timeout, "the watch", |err| err.contains("watch=true"));
     cmp.upstream
         .ok(&["create", "configmap", "third", "-n", &cmp.ns_ours]);
-    let mut ours_only = ours_only;
-    let out = ours_only.wait_for(timeout, "the event", |o| o.contains("configmap/third"));
+    let out = ours_only.wait_for(timeout, "the event", |o| o.contains("configmap/third\n"));
     assert_eq!(out, "configmap/third\n", "--watch-only prints events only");
 
     // --chunk-size pages the list: three objects, one per request, each after the first
