@@ -219,6 +219,9 @@ fn write_cache(path: &Path, doc: &Value) {
 }
 
 #[cfg(test)]
+mod tests_client;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
