@@ -403,7 +403,11 @@ async fn our_streaming_commands_match_upstream() {
     // The remote `stty size` sometimes fails in the container ("No child processes", with
     // either kubectl: the runtime races the first resize); when it answers, the size must be
     // the local terminal's.
-    assert_eq!(ours.0, up.0, "exec -it exit codes (left ours)");
+    // The exit codes are compared only when both runs' stty fared alike: the code may follow
+    // stty's, and only one run losing that race is no difference between the kubectls.
+    if up.1.contains("stty:") == ours.1.contains("stty:") {
+        assert_eq!(ours.0, up.0, "exec -it exit codes (left ours)");
+    }
     for out in [&up.1, &ours.1] {
         assert!(out.contains("/dev/pts/N\r\n"), "{out:?}");
         assert!(out.contains("17 91") || out.contains("stty:"), "{out:?}");
