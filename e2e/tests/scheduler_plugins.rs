@@ -16,8 +16,10 @@ use std::time::{Duration, Instant};
 
 /// How long a negative check ("stays pending") watches.
 const HOLD: Duration = Duration::from_secs(2);
-/// How long an unexpected FailedScheduling message may take to be corrected by a retry.
-const RECONSIDER: Duration = Duration::from_secs(5);
+/// How long an unexpected FailedScheduling message may take to be corrected by a retry: a pod's
+/// backoff alone grows to 10 s, and a loaded machine adds to it (only a failing check waits it
+/// out: the wanted message ends the wait).
+const RECONSIDER: Duration = Duration::from_secs(30);
 
 const PROFILES: &str = "
 profiles:
