@@ -44,7 +44,8 @@ fn events(dir: &Path) -> Vec<Value> {
 
 /// Waits for an event matching `pred` (events are written as responses complete).
 fn wait_event(dir: &Path, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(10);
+    // A hang guard, generous for a loaded 2-core machine.
+    let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let all = events(dir);
         if let Some(ev) = all.iter().find(|e| pred(e)) {
