@@ -96,9 +96,10 @@ fn write(k: &Kubectl, name: &str, text: &str) -> String {
     path.display().to_string()
 }
 
-/// Waits (up to 10 s, a readiness wait, not a timing assertion) until kubectl `args` succeeds.
+/// Waits (up to 60 s, a readiness wait, not a timing assertion: each try runs a kubectl, slow on
+/// a loaded machine) until kubectl `args` succeeds.
 fn eventually_ok(k: &Kubectl, args: &[&str]) -> String {
-    let deadline = Instant::now() + Duration::from_secs(10);
+    let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let out = k.run(args);
         if out.success {
@@ -249,7 +250,7 @@ async fn suite(backend: Backend) {
         .replace("shortNames: [ct]", "shortNames: [ct2]");
     let out = k.run_with_stdin(&["apply", "-f", "-"], &clash);
     assert!(out.success, "{}", out.stderr);
-    let deadline = Instant::now() + Duration::from_secs(10);
+    let deadline = Instant::now() + Duration::from_secs(60);
     let clashing = loop {
         let crd = json(&k.ok(&["get", "crd", "crontabs2.stable.example.com", "-o", "json"]));
         let found = crd["status"]["conditions"]
