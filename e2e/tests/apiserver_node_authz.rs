@@ -92,7 +92,8 @@ fn node_as_admin(kubectl: &Kubectl, name: &str) -> serde_json::Value {
 /// Polls (bounded) until `kubectl` reading `args` gives `want_ok`; returns the last output's
 /// stderr. The node graph follows pods through a watch, so a change may take a moment.
 fn wait_access(kubectl: &Kubectl, args: &[&str], want_ok: bool) -> String {
-    let deadline = Instant::now() + Duration::from_secs(10);
+    // A hang guard: each try runs a kubectl, which a loaded machine makes slow.
+    let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let out = kubectl.run(args);
         if out.success == want_ok {
@@ -100,7 +101,7 @@ fn wait_access(kubectl: &Kubectl, args: &[&str], want_ok: bool) -> String {
         }
         assert!(
             Instant::now() < deadline,
-            "kubectl {} still {} after 10s\nstdout:\n{}\nstderr:\n{}",
+            "kubectl {} still {} after 60s\nstdout:\n{}\nstderr:\n{}",
             args.join(" "),
             if out.success { "allowed" } else { "refused" },
             out.stdout,
