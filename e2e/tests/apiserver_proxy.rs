@@ -362,12 +362,13 @@ async fn logs_exec_and_node_proxy_reach_the_kubelet() {
 
     // Following streams: the first line arrives while the kubelet holds the stream open.
     let mut follow = k.spawn(&["logs", "-f", "web"]);
-    follow.wait_for(Duration::from_secs(10), "the first line", |out| {
+    // Hang guards: starting the real kubectl alone can take seconds on a loaded machine.
+    follow.wait_for(Duration::from_secs(60), "the first line", |out| {
         out.contains("first\n")
     });
     assert!(!follow.stdout().contains("last"));
     release.notify_one();
-    follow.wait_for(Duration::from_secs(10), "the last line", |out| {
+    follow.wait_for(Duration::from_secs(60), "the last line", |out| {
         out == "first\nlast\n"
     });
 
