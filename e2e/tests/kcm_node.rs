@@ -12,10 +12,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+/// The fake kubelets post every second: a grace of 8 s lets a loaded machine stall them for
+/// seconds without a healthy node (the steady one above all) turning Unknown.
 const HEALTH_FLAGS: [&str; 3] = [
     "--node-monitor-period=1s",
-    "--node-monitor-grace-period=4s",
-    "--node-startup-grace-period=4s",
+    "--node-monitor-grace-period=8s",
+    "--node-startup-grace-period=8s",
 ];
 
 /// The apiserver with upstream's plugins but ServiceAccount admission (no token controller
