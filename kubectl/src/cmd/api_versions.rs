@@ -10,7 +10,7 @@ pub struct ApiVersionsArgs {}
 
 pub async fn run(global: &GlobalOptions, _args: &ApiVersionsArgs) -> anyhow::Result<()> {
     let factory = Factory::new(global).await?;
-    let groups = factory.discovery().groups(false).await?;
+    let groups = factory.discovery().groups(true).await?;
     let mut versions: Vec<String> = groups.into_iter().flat_map(|g| g.versions).collect();
     versions.sort();
     versions.dedup();
