@@ -1,6 +1,8 @@
 //! `kubectl run NAME --image=IMAGE [-- ARGS]`: a Pod as upstream's generator builds it, and
-//! with `--expose` the Service in front of it. Attaching (`-i`, `-t`, `--attach`, `--rm`) is
-//! refused with a clear error: this kubectl does not stream to a new pod yet.
+//! with `--expose` the Service in front of it; with `-i`/`-t`/`--attach` the session of
+//! [`session`], and with `--rm` what was created deleted after it.
+
+mod session;
 
 use super::mutate::{self, DryRun};
 use crate::app::options::GlobalOptions;
@@ -53,8 +55,8 @@ pub struct RunArgs {
     #[arg(short = 't', long)]
     pub tty: bool,
     /// If true, wait for the Pod to start running, and then attach to the Pod.
-    #[arg(long)]
-    pub attach: bool,
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "bool")]
+    pub attach: Option<bool>,
     /// If true, delete the pod after it exits.
     #[arg(long)]
     pub rm: bool,
@@ -70,6 +72,17 @@ pub struct RunArgs {
     /// Name of the manager used to track field ownership.
     #[arg(long, default_value = "kubectl-run", value_name = "string")]
     pub field_manager: String,
+    /// If true, suppress prompt messages.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+    /// If the pod is started in interactive mode or with stdin, leave stdin open after the
+    /// first attach completes.
+    #[arg(long)]
+    pub leave_stdin_open: bool,
+    /// The length of time (like 5s, 2m, or 3h, higher than zero) to wait until at least one
+    /// pod is running
+    #[arg(long, value_name = "duration", default_value = "1m0s")]
+    pub pod_running_timeout: String,
 }
 
 fn pairs(items: &[String], what: &str) -> anyhow::Result<Map<String, Value>> {
@@ -94,6 +107,13 @@ pub fn pod(name: &str, args: &RunArgs) -> anyhow::Result<Value> {
         None => pairs(&[format!("run={name}")], "label spec")?,
     };
     let mut container = json!({"name": name, "image": image, "resources": {}});
+    if args.stdin {
+        container["stdin"] = json!(true);
+        container["stdinOnce"] = json!(!args.leave_stdin_open);
+    }
+    if args.tty {
+        container["tty"] = json!(true);
+    }
     if !args.args.is_empty() {
         container[if args.command { "command" } else { "args" }] = json!(args.args);
     }
@@ -155,24 +175,29 @@ pub async fn run(global: &GlobalOptions, args: &RunArgs) -> anyhow::Result<()> {
     if args.image.as_deref().unwrap_or("").is_empty() {
         anyhow::bail!("required flag(s) \"image\" not set");
     }
+    let timeout = crate::remotecommand::pods::running_timeout(&args.pod_running_timeout, "run")?;
     let dry_run = DryRun::parse(args.dry_run.as_deref())?;
-    let attaching = args.stdin || args.tty || args.attach;
-    if dry_run != DryRun::None && attaching {
-        anyhow::bail!(
-            "--dry-run=[server|client] can't be used with attached containers options (--attach, --stdin, or --tty){USAGE}"
-        );
-    }
-    if let Some(r) = &args.restart
-        && !matches!(r.as_str(), "Always" | "OnFailure" | "Never")
-    {
-        anyhow::bail!("invalid restart policy: {r}{USAGE}");
+    if args.tty && !args.stdin {
+        anyhow::bail!("-i/--stdin is required for containers with -t/--tty=true{USAGE}");
     }
     if args.expose && args.port.is_none() {
         anyhow::bail!("--port must be set when exposing a service{USAGE}");
     }
-    if attaching || args.rm {
+    // Upstream's default for an interactive pod is OnFailure (for the wait after the session).
+    let restart = match args.restart.as_deref() {
+        None | Some("") if args.stdin => "OnFailure",
+        None | Some("") => "Always",
+        Some(r @ ("Always" | "OnFailure" | "Never")) => r,
+        Some(r) => anyhow::bail!("invalid restart policy: {r}{USAGE}"),
+    };
+    // `-i` attaches unless `--attach` was given (its value then wins).
+    let attach = args.attach.unwrap_or(args.stdin);
+    if !attach && args.rm {
+        anyhow::bail!("--rm should only be used for attached containers{USAGE}");
+    }
+    if attach && dry_run != DryRun::None {
         anyhow::bail!(
-            "attaching to a new pod (-i, -t, --attach, --rm) is not supported by this kubectl yet; run without them and use 'kubectl logs'"
+            "--dry-run=[server|client] can't be used with attached containers options (--attach, --stdin, or --tty){USAGE}"
         );
     }
     let pod = pod(name, args)?;
@@ -186,14 +211,88 @@ pub async fn run(global: &GlobalOptions, args: &RunArgs) -> anyhow::Result<()> {
     // Upstream creates the pod first, then creates and prints the service, and prints the pod
     // last (after a separator of its own in YAML, beside the printer's).
     let created_pod = send(&factory, &mapper, pod, dry_run, &args.field_manager).await?;
+    let mut created = vec![created_pod.clone()];
     if let Some(service) = service {
-        let (res, created) = send(&factory, &mapper, service, dry_run, &args.field_manager).await?;
-        reporter.report(&res, &created, "created", dry_run)?;
-        if args.output.as_deref() == Some("yaml") {
+        let (res, object) = send(&factory, &mapper, service, dry_run, &args.field_manager).await?;
+        reporter.report(&res, &object, "created", dry_run)?;
+        created.push((res, object));
+        if args.output.as_deref() == Some("yaml") && !attach {
             println!("---");
         }
     }
-    reporter.report(&created_pod.0, &created_pod.1, "created", dry_run)
+    if !attach {
+        return reporter.report(&created_pod.0, &created_pod.1, "created", dry_run);
+    }
+    let session = session::Attach {
+        factory: &factory,
+        namespace: factory.namespace().to_owned(),
+        name: name.to_owned(),
+        stdin: args.stdin,
+        tty: args.tty,
+        quiet: args.quiet,
+        leave_stdin_open: args.leave_stdin_open,
+        restart: restart.to_owned(),
+        timeout,
+    };
+    let ended = session.run().await;
+    if args.rm {
+        // Upstream defers the deletion and drops its error.
+        let _ = remove(&factory, &created, args.quiet).await;
+    }
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+    // A read of our stdin may still block in tokio's blocking pool and would hold the
+    // runtime's shutdown open: the process ends here, with the container's code if it failed.
+    match ended {
+        Ok(None) if args.stdin => std::process::exit(0),
+        Ok(None) => Ok(()),
+        Ok(Some((code, message))) => {
+            eprint!("{message}");
+            if !message.ends_with('\n') {
+                eprintln!();
+            }
+            std::process::exit(code);
+        }
+        Err(err) => {
+            eprintln!("{}", crate::errors::render(&err));
+            std::process::exit(1);
+        }
+    }
+}
+
+/// Upstream's `removeCreatedObjects`: a background-propagated delete of each created object,
+/// reported as `delete` does (not found ignored).
+async fn remove(
+    factory: &Factory,
+    created: &[(crate::discovery::ApiResource, Value)],
+    quiet: bool,
+) -> anyhow::Result<()> {
+    for (res, object) in created {
+        let name = object["metadata"]["name"].as_str().unwrap_or("");
+        let ns = object["metadata"]["namespace"]
+            .as_str()
+            .unwrap_or(factory.namespace());
+        let body =
+            json!({"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"});
+        let result = factory
+            .request(
+                http::Method::DELETE,
+                &res.object_path(Some(ns), name),
+                Some((serde_json::to_vec(&body)?, "application/json")),
+                None,
+            )
+            .await;
+        match result {
+            Ok(_) if !quiet => println!("{} \"{name}\" deleted", res.kind_prefix()),
+            Ok(_) => {}
+            Err(err)
+                if err
+                    .downcast_ref::<crate::errors::ApiError>()
+                    .is_some_and(|e| e.is_not_found()) => {}
+            Err(err) => return Err(err),
+        }
+    }
+    Ok(())
 }
 
 /// Creates (or, in a client dry run, only completes) one object.

@@ -1,5 +1,7 @@
-//! `-f`: manifests from files, directories (`-R` to recurse), or stdin (`-`), split into
-//! objects: multi-document YAML, JSON streams, and `List`s expanded into their items.
+//! `-f`: manifests from files, directories (`-R` to recurse), stdin (`-`) or `http(s)://` URLs,
+//! split into objects: multi-document YAML, JSON streams, and `List`s expanded into their items.
+
+mod url;
 
 use serde_json::Value;
 use std::io::Read;
@@ -26,7 +28,9 @@ pub fn read_all(filenames: &[String], recursive: bool) -> anyhow::Result<Vec<Man
             continue;
         }
         if name.starts_with("http://") || name.starts_with("https://") {
-            anyhow::bail!("reading manifests from URLs is not supported yet: {name}");
+            let text = url::fetch(name)?;
+            out.extend(parse(name, &text)?);
+            continue;
         }
         let path = Path::new(name);
         if !path.exists() {

@@ -167,5 +167,10 @@ fn print_event(
             serde_json::to_string(kind)?
         ));
     }
+    let mut object = object;
+    // As upstream's OmitManagedFieldsPrinter (a watch event wrapper keeps them, above).
+    if !args.show_managed_fields && !matches!(format, OutputFormat::GoTemplate(_)) {
+        printers::strip_managed_fields(&mut object);
+    }
     printers::print_objects(format, &[(resource.clone(), object)], true)
 }
