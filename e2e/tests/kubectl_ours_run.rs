@@ -250,6 +250,25 @@ async fn run_attach_rm_managed_fields_and_urls_match_upstream() {
     assert_eq!(ran.code, Some(0), "{ran:?}");
     c.pod_gone_in_both("always");
 
+    // No --restart with -i: the pod is created with Always, and nothing is waited for after
+    // the session.
+    let ran = c.same(
+        &run_args(
+            "dflt",
+            &["-i", "--rm", "--pod-running-timeout=20s"],
+            &["cat"],
+        ),
+        "d\n",
+    );
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+
+    // OnFailure: waited for until it succeeded.
+    let ran = c.same(
+        &run_args("onfail", &["-i", "--rm", "--restart=OnFailure"], &["cat"]),
+        "o\n",
+    );
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+
     // Refused combinations (and `-i --attach=false`, which creates without attaching).
 
     for (name, flags) in [

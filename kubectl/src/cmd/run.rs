@@ -183,9 +183,8 @@ pub async fn run(global: &GlobalOptions, args: &RunArgs) -> anyhow::Result<()> {
     if args.expose && args.port.is_none() {
         anyhow::bail!("--port must be set when exposing a service{USAGE}");
     }
-    // Upstream's default for an interactive pod is OnFailure (for the wait after the session).
+    // The pod's policy (Always when not given, -i or not) decides the wait after the session.
     let restart = match args.restart.as_deref() {
-        None | Some("") if args.stdin => "OnFailure",
         None | Some("") => "Always",
         Some(r @ ("Always" | "OnFailure" | "Never")) => r,
         Some(r) => anyhow::bail!("invalid restart policy: {r}{USAGE}"),

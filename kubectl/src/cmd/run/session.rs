@@ -17,7 +17,7 @@ pub struct Attach<'a> {
     pub tty: bool,
     pub quiet: bool,
     pub leave_stdin_open: bool,
-    /// The restart policy upstream decides the wait by (`OnFailure` when `-i` had none).
+    /// The pod's restart policy: only `Never` and `OnFailure` pods are waited for.
     pub restart: String,
     pub timeout: Duration,
 }
