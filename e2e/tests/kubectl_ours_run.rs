@@ -269,6 +269,24 @@ async fn run_attach_rm_managed_fields_and_urls_match_upstream() {
     );
     assert_eq!(ran.code, Some(0), "{ran:?}");
 
+    // --expose: the service is printed when created and deleted after the pod.
+    let ran = c.same(
+        &run_args(
+            "exposed",
+            &["-i", "--rm", "--restart=Never", "--port=80", "--expose"],
+            &["cat"],
+        ),
+        "e\n",
+    );
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    assert!(
+        ran.stdout.starts_with("service/exposed created\n")
+            && ran
+                .stdout
+                .ends_with("pod \"exposed\" deleted\nservice \"exposed\" deleted\n"),
+        "{ran:?}"
+    );
+
     // Refused combinations (and `-i --attach=false`, which creates without attaching).
 
     for (name, flags) in [
