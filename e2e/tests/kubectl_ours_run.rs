@@ -332,6 +332,23 @@ fn managed_fields(c: &Cluster) {
     assert!(out.ours.stdout.contains("managedFields"));
     c.cmp
         .step_with(&["get", "configmaps", "-o", "yaml"], "", Mode::Exact);
+    // A watch prints its first object as get does, managedFields dropped unless asked for.
+    for show in [false, true] {
+        let printed = |kubectl: &Kubectl, ns: &str| {
+            let mut args = vec!["get", "configmap", "mf", "-n", ns, "-w", "-o", "json"];
+            if show {
+                args.push("--show-managed-fields");
+            }
+            let mut watch = kubectl.spawn(&args);
+            // The object is complete once its top-level closing brace is out.
+            let out = watch.wait_for(PATIENCE, "the watched object", |o| o.contains("\n}\n"));
+            normalize_identity(&replace_word(&out, ns, "NS"))
+        };
+        let up = printed(&c.cmp.upstream, &c.cmp.ns_upstream);
+        let ours = printed(&c.cmp.ours, &c.cmp.ns_ours);
+        assert_eq!(ours, up, "get -w -o json, --show-managed-fields={show}");
+        assert_eq!(ours.contains("managedFields"), show, "{ours}");
+    }
 }
 
 const MANIFEST: &str =
