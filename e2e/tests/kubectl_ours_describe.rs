@@ -382,7 +382,31 @@ fn normalize(text: &str, ns: Option<&str>) -> String {
         Some(ns) => replace_word(text, ns, "NS"),
         None => text.to_owned(),
     };
-    mask_describe(&normalize_identity(&text))
+    sort_secret_sizes(&mask_describe(&normalize_identity(&text)))
+}
+
+/// Upstream's Secret describer ranges over a Go map: its `key: N bytes` lines come in random
+/// order (ours sorted), so each run of them is compared sorted.
+fn sort_secret_sizes(text: &str) -> String {
+    let is_size = |l: &str| {
+        l.strip_suffix(" bytes")
+            .and_then(|l| l.rsplit_once(char::is_whitespace))
+            .is_some_and(|(key, n)| key.trim_end().ends_with(':') && n.parse::<u64>().is_ok())
+    };
+    let mut out: Vec<&str> = Vec::new();
+    let mut run: Vec<&str> = Vec::new();
+    for line in text.split_inclusive('\n') {
+        if is_size(line.trim_end_matches('\n')) {
+            run.push(line);
+            continue;
+        }
+        run.sort_unstable();
+        out.append(&mut run);
+        out.push(line);
+    }
+    run.sort_unstable();
+    out.append(&mut run);
+    out.concat()
 }
 
 /// Runs `args` with both kubectls (each in its namespace when `namespaced`) and asserts the
