@@ -52,37 +52,38 @@ fn resource_quotas(w: &mut PrefixWriter, quotas: &[Value]) {
     w.write(0, "Resource Quotas\n");
     for q in sorted {
         w.write(1, &format!("Name:\t{}\n", s(q, "/metadata/name")));
-        let mut scopes: Vec<String> = arr(q, "/spec/scopes")
-            .iter()
-            .map(|v| scalar(Some(v)))
-            .collect();
-        if !scopes.is_empty() {
-            scopes.sort();
-            w.write(1, &format!("Scopes:\t{}\n", scopes.join(", ")));
-            for scope in &scopes {
-                if let Some(help) = scope_help(scope) {
-                    w.write(1, &format!("* {help}\n"));
-                }
+        quota_table(w, q, 1, "* ", "---");
+    }
+}
+
+/// A quota's scopes and its Resource/Used/Hard table, at `level`. Upstream's namespace and
+/// quota describers differ only in the scope bullet and the width of the dashes.
+fn quota_table(w: &mut PrefixWriter, q: &Value, level: usize, bullet: &str, dashes: &str) {
+    let mut scopes: Vec<String> = arr(q, "/spec/scopes")
+        .iter()
+        .map(|v| scalar(Some(v)))
+        .collect();
+    if !scopes.is_empty() {
+        scopes.sort();
+        w.write(level, &format!("Scopes:\t{}\n", scopes.join(", ")));
+        for scope in &scopes {
+            if let Some(help) = scope_help(scope) {
+                w.write(level, &format!("{bullet}{help}\n"));
             }
         }
-        w.write(1, "Resource\tUsed\tHard\n");
-        w.write(1, "--------\t---\t---\n");
-        let hard = obj(q, "/status/hard");
-        let mut names: Vec<&String> = hard.map(|h| h.keys().collect()).unwrap_or_default();
-        names.sort();
-        for name in names {
-            let used = q.pointer(&format!("/status/used/{}", name.replace('/', "~1")));
-            let used = used
-                .map(|u| scalar(Some(u)))
-                .unwrap_or_else(|| "0".to_owned());
-            w.write(
-                1,
-                &format!(
-                    "{name}\t{used}\t{}\n",
-                    scalar(hard.and_then(|h| h.get(name)))
-                ),
-            );
-        }
+    }
+    w.write(level, "Resource\tUsed\tHard\n");
+    w.write(level, &format!("--------\t{dashes}\t{dashes}\n"));
+    let hard = obj(q, "/status/hard");
+    let mut names: Vec<&String> = hard.map(|h| h.keys().collect()).unwrap_or_default();
+    names.sort();
+    for name in names {
+        let used = q
+            .pointer(&format!("/status/used/{}", name.replace('/', "~1")))
+            .map(|u| scalar(Some(u)))
+            .unwrap_or_else(|| "0".to_owned());
+        let limit = scalar(hard.and_then(|h| h.get(name)));
+        w.write(level, &format!("{name}\t{used}\t{limit}\n"));
     }
 }
 
@@ -164,37 +165,7 @@ pub fn resource_quota(q: &Value) -> String {
     let mut w = PrefixWriter::default();
     w.write(0, &format!("Name:\t{}\n", s(q, "/metadata/name")));
     w.write(0, &format!("Namespace:\t{}\n", s(q, "/metadata/namespace")));
-    let mut scopes: Vec<String> = arr(q, "/spec/scopes")
-        .iter()
-        .map(|v| scalar(Some(v)))
-        .collect();
-    if !scopes.is_empty() {
-        scopes.sort();
-        w.write(0, &format!("Scopes:\t{}\n", scopes.join(", ")));
-        for scope in &scopes {
-            if let Some(help) = scope_help(scope) {
-                w.write(0, &format!(" * {help}\n"));
-            }
-        }
-    }
-    w.write(0, "Resource\tUsed\tHard\n");
-    w.write(0, "--------\t----\t----\n");
-    let hard = obj(q, "/status/hard");
-    let mut names: Vec<&String> = hard.map(|h| h.keys().collect()).unwrap_or_default();
-    names.sort();
-    for name in names {
-        let used = q.pointer(&format!("/status/used/{}", name.replace('/', "~1")));
-        let used = used
-            .map(|u| scalar(Some(u)))
-            .unwrap_or_else(|| "0".to_owned());
-        w.write(
-            0,
-            &format!(
-                "{name}\t{used}\t{}\n",
-                scalar(hard.and_then(|h| h.get(name)))
-            ),
-        );
-    }
+    quota_table(&mut w, q, 0, " * ", "----");
     w.finish()
 }
 
