@@ -5,11 +5,16 @@ use serde_json::Value;
 
 /// The document followed by a newline.
 pub fn to_go_json(value: &Value) -> String {
+    to_go_json_of(value)
+}
+
+/// Any serializable document (keys in the order it serializes them) followed by a newline.
+pub fn to_go_json_of<T: serde::Serialize + ?Sized>(value: &T) -> String {
     let mut buf = Vec::new();
     let formatter = serde_json::ser::PrettyFormatter::with_indent(b"    ");
     let mut ser = serde_json::Serializer::with_formatter(&mut buf, formatter);
-    // Serializing a Value into a Vec cannot fail.
-    let _ = serde::Serialize::serialize(value, &mut ser);
+    // Serializing into a Vec cannot fail: every map key is a string.
+    let _ = value.serialize(&mut ser);
     let text = String::from_utf8_lossy(&buf);
     let mut out = String::with_capacity(text.len() + 16);
     // These characters only occur inside strings in JSON text, so replacing them is safe.

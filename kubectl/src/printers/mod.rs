@@ -2,6 +2,7 @@
 //! custom-columns exactly as upstream's printers write them.
 
 pub mod custom_columns;
+pub mod go_struct;
 pub mod go_template;
 pub mod json;
 pub mod jsonpath;
