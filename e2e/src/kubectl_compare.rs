@@ -4,7 +4,9 @@
 //! differ between two objects (uid, resourceVersion, timestamps, AGE) are normalised. After a
 //! step, the objects of both namespaces can be compared the same way.
 
+use crate::apiserver::ApiServer;
 use crate::kubectl::{Kubectl, Output};
+use crate::secure::SecureCluster;
 use std::path::Path;
 
 /// How to compare the outputs of a step.
@@ -23,6 +25,27 @@ pub enum Mode {
 pub struct Outcome {
     pub upstream: Output,
     pub ours: Output,
+}
+
+/// What every comparison suite starts from: a secured apiserver in its own temp dir (kept
+/// alive by `cluster`) and the two kubectls for it.
+pub struct Fixture {
+    pub cluster: SecureCluster,
+    pub cmp: Comparison,
+}
+
+impl Fixture {
+    /// Starts the cluster and creates the namespaces `<name>-up` and `<name>-ours`.
+    pub async fn start(name: &str) -> Self {
+        Self::start_with(name, &[]).await
+    }
+
+    /// [`Fixture::start`] with extra apiserver flags.
+    pub async fn start_with(name: &str, apiserver_flags: &[&str]) -> Self {
+        let cluster = SecureCluster::start(apiserver_flags).await;
+        let cmp = Comparison::for_apiserver(cluster.dir(), &cluster.server, name);
+        Fixture { cluster, cmp }
+    }
 }
 
 /// The two kubectls and their namespaces.
@@ -54,6 +77,11 @@ impl Comparison {
             cmp.upstream.ok(&["create", "namespace", ns]);
         }
         cmp
+    }
+
+    /// [`Comparison::new`] for a test's own apiserver, the kubectls' files in `dir`.
+    pub fn for_apiserver(dir: &Path, server: &ApiServer, name: &str) -> Self {
+        Self::new(dir, &server.url(), &server.ca_file(), name)
     }
 
     /// Runs `args` in each namespace and asserts the same exit status, stdout and stderr.

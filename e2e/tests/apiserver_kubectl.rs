@@ -148,12 +148,18 @@ fn write(k: &Kubectl, name: &str, text: &str) -> String {
     path.display().to_string()
 }
 
-async fn suite(backend: Backend) {
+/// An apiserver on `backend` in a temp dir (to drop after the apiserver), and kubectl for it.
+async fn started(backend: Backend) -> (tempfile::TempDir, ApiServer, Kubectl) {
     let dir = tempfile::tempdir().unwrap();
     let server = ApiServer::start(&dir.path().join("server"), backend)
         .await
         .unwrap();
     let k = Kubectl::for_apiserver(dir.path(), &server);
+    (dir, server, k)
+}
+
+async fn suite(backend: Backend) {
+    let (dir, server, k) = started(backend).await;
     let manifest = write(&k, "manifest.yaml", MANIFEST);
 
     // create -f: every document, in order; a second create finds them all.
@@ -773,11 +779,7 @@ async fn kubectl_suite_on_etcd() {
 /// `kubectl create <kind> ...` generators send protobuf bodies.
 #[tokio::test]
 async fn kubectl_create_subcommands() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = ApiServer::start(&dir.path().join("server"), Backend::Embedded)
-        .await
-        .unwrap();
-    let k = Kubectl::for_apiserver(dir.path(), &server);
+    let (dir, server, k) = started(Backend::Embedded).await;
     assert_eq!(
         k.ok(&["create", "namespace", "sub"]),
         "namespace/sub created\n"
@@ -876,11 +878,7 @@ async fn kubectl_create_subcommands() {
 /// Upstream converts a Secret's write-only stringData into base64 data on every write.
 #[tokio::test]
 async fn kubectl_secret_string_data_becomes_data() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = ApiServer::start(&dir.path().join("server"), Backend::Embedded)
-        .await
-        .unwrap();
-    let k = Kubectl::for_apiserver(dir.path(), &server);
+    let (dir, server, k) = started(Backend::Embedded).await;
     let out = k.run_with_stdin(
         &["create", "-f", "-"],
         "apiVersion: v1\nkind: Secret\nmetadata:\n  name: creds\n  namespace: default\n\
@@ -900,11 +898,7 @@ async fn kubectl_secret_string_data_becomes_data() {
 
 /// An apiserver on the embedded store, kubectl for it, and the suite's manifest created.
 async fn started_with_manifest() -> (tempfile::TempDir, ApiServer, Kubectl, String) {
-    let dir = tempfile::tempdir().unwrap();
-    let server = ApiServer::start(&dir.path().join("server"), Backend::Embedded)
-        .await
-        .unwrap();
-    let k = Kubectl::for_apiserver(dir.path(), &server);
+    let (dir, server, k) = started(Backend::Embedded).await;
     let manifest = write(&k, "manifest.yaml", MANIFEST);
     assert_eq!(k.ok(&["create", "-f", &manifest]), lines(["created"; 6]));
     (dir, server, k, manifest)
@@ -1131,11 +1125,7 @@ async fn kubectl_dry_run_and_diff() {
 /// both listed in discovery.
 #[tokio::test]
 async fn kubectl_auth_can_i_and_whoami() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = ApiServer::start(&dir.path().join("server"), Backend::Embedded)
-        .await
-        .unwrap();
-    let k = Kubectl::for_apiserver(dir.path(), &server);
+    let (dir, server, k) = started(Backend::Embedded).await;
     // AlwaysAllow authorizes everything.
     assert_eq!(k.ok(&["auth", "can-i", "create", "pods"]), "yes\n");
     assert_eq!(k.ok(&["auth", "can-i", "delete", "nodes"]), "yes\n");

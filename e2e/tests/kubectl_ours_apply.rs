@@ -5,8 +5,7 @@
 //! with a scripted editor (a valid change, and an invalid one that re-opens the file). Output
 //! and the cluster state after each step must be upstream's.
 
-use e2e::kubectl_compare::{Comparison, normalize_identity, replace_word};
-use e2e::secure::SecureCluster;
+use e2e::kubectl_compare::{Comparison, Fixture, normalize_identity, replace_word};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -208,14 +207,8 @@ fn write(dir: &Path, name: &str, text: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn apply_diff_edit_match_upstream() {
-    let cluster = SecureCluster::start(&[]).await;
+    let Fixture { cluster, cmp } = Fixture::start("apply").await;
     let dir = cluster.dir().to_path_buf();
-    let cmp = Comparison::new(
-        &dir,
-        &cluster.server.url(),
-        &cluster.server.ca_file(),
-        "apply",
-    );
     let v1 = write(&dir, "v1.yaml", V1);
     let v2 = write(&dir, "v2.yaml", V2);
 

@@ -4,8 +4,7 @@
 //! delete — and the error paths (unknown type, not found, forbidden, conflict, invalid
 //! manifests, unreachable server) must print and change exactly what upstream's does.
 
-use e2e::kubectl_compare::{Comparison, Mode, normalize_identity, normalize_table, replace_word};
-use e2e::secure::SecureCluster;
+use e2e::kubectl_compare::{Fixture, Mode, normalize_identity, normalize_table, replace_word};
 use std::time::Duration;
 
 const MANIFEST: &str = "\
@@ -66,14 +65,8 @@ const STATE: &str = "configmaps,deployments.apps,services,secrets";
 
 #[tokio::test(flavor = "multi_thread")]
 async fn ours_matches_upstream() {
-    let cluster = SecureCluster::start(&[]).await;
+    let Fixture { cluster, cmp } = Fixture::start("basic").await;
     let dir = cluster.dir().to_path_buf();
-    let cmp = Comparison::new(
-        &dir,
-        &cluster.server.url(),
-        &cluster.server.ca_file(),
-        "basic",
-    );
     let write = |name: &str, text: &str| {
         let path = dir.join(name);
         if let Some(parent) = path.parent() {
@@ -408,14 +401,8 @@ async fn ours_matches_upstream() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn watch_and_discovery_cache() {
-    let cluster = SecureCluster::start(&[]).await;
+    let Fixture { cluster, cmp } = Fixture::start("watch").await;
     let dir = cluster.dir().to_path_buf();
-    let cmp = Comparison::new(
-        &dir,
-        &cluster.server.url(),
-        &cluster.server.ca_file(),
-        "watch",
-    );
     for ns in [&cmp.ns_upstream, &cmp.ns_ours] {
         cmp.upstream.ok(&[
             "create",
@@ -519,7 +506,7 @@ async fn watch_and_discovery_cache() {
     let requests: Vec<&str> = paged
         .stderr
         .lines()
-        .filter(|l| l.contains("requesting") && l.contains("/configmaps?"))
+        .filter(|l| l.contains("\"Response\"") && l.contains("/configmaps?"))
         .collect();
     assert_eq!(
         requests.len(),

@@ -2,8 +2,7 @@
 //! generator's `--dry-run=client -o yaml` must be byte-identical, the real create must print the
 //! same line and leave the same objects, and the error paths must match.
 
-use e2e::kubectl_compare::{Comparison, Mode};
-use e2e::secure::SecureCluster;
+use e2e::kubectl_compare::{Fixture, Mode};
 
 /// Types compared whole; jobs (controller-uid labels) and services (allocated node ports) are
 /// compared through the fields the generators set.
@@ -196,14 +195,8 @@ const ERRORS: &[&[&str]] = &[
 
 #[tokio::test(flavor = "multi_thread")]
 async fn create_generators_match_upstream() {
-    let cluster = SecureCluster::start(&[]).await;
+    let Fixture { cluster, cmp } = Fixture::start("create").await;
     let dir = cluster.dir().to_path_buf();
-    let cmp = Comparison::new(
-        &dir,
-        &cluster.server.url(),
-        &cluster.server.ca_file(),
-        "create",
-    );
     let (crt, key) = (dir.join("tls.crt"), dir.join("tls.key"));
     let status = std::process::Command::new("openssl")
         .args([

@@ -199,7 +199,7 @@ async fn deploy_commands_match_upstream() {
     let _kcm = e2e::controller_manager::ControllerManager::start(&dir.join("kcm"), &api, &[])
         .await
         .expect("controller manager");
-    let cmp = Comparison::new(&dir, &api.url(), &api.ca_file(), "deploy");
+    let cmp = Comparison::for_apiserver(&dir, &api, "deploy");
     // The scheduler skips the node until the node lifecycle controller lifts the not-ready
     // taint admission put on it.
     poll("the node to be Ready and untainted", || {

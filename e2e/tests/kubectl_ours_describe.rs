@@ -12,8 +12,7 @@
 mod issue9_kinds;
 
 use e2e::kubectl::Output;
-use e2e::kubectl_compare::{Comparison, normalize_identity, replace_word};
-use e2e::secure::SecureCluster;
+use e2e::kubectl_compare::{Comparison, Fixture, normalize_identity, replace_word};
 
 const NODE: &str = "describe-node-1";
 
@@ -457,14 +456,8 @@ fn check(cmp: &Comparison, args: &[&str], namespaced: bool) -> (Output, Output) 
 
 #[tokio::test(flavor = "multi_thread")]
 async fn describe_and_events_match_upstream() {
-    let cluster = SecureCluster::start(&[]).await;
+    let Fixture { cluster, cmp } = Fixture::start("describe").await;
     let dir = cluster.dir().to_path_buf();
-    let cmp = Comparison::new(
-        &dir,
-        &cluster.server.url(),
-        &cluster.server.ca_file(),
-        "describe",
-    );
     let kubectl = &cmp.upstream;
     let write = |name: &str, text: &str| {
         let path = dir.join(name);

@@ -5,7 +5,7 @@
 //! (`get cs`) printed alike.
 
 use e2e::kubectl::Kubectl;
-use e2e::kubectl_compare::{Comparison, Mode};
+use e2e::kubectl_compare::{Fixture, Mode};
 use e2e::secure::SecureCluster;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -94,11 +94,10 @@ fn files(dir: &Path) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn discovery_costs_and_output_match_upstream() {
-    let cluster = SecureCluster::start(&["-v=3"]).await;
+    let Fixture { cluster, cmp } = Fixture::start_with("disco", &["-v=3"]).await;
     let dir = cluster.dir().to_path_buf();
     let server = cluster.server.url();
     let ca = cluster.server.ca_file();
-    let cmp = Comparison::new(&dir, &server, &ca, "disco");
 
     // Cold, then warm: ours never asks more than upstream.
     clear_cache(&cmp.upstream);
@@ -209,14 +208,8 @@ async fn discovery_costs_and_output_match_upstream() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn server_warnings_print_as_upstream() {
-    let cluster = SecureCluster::start(&[]).await;
-    let dir = cluster.dir().to_path_buf();
-    let cmp = Comparison::new(
-        &dir,
-        &cluster.server.url(),
-        &cluster.server.ca_file(),
-        "warn",
-    );
+    let fixture = Fixture::start("warn").await;
+    let cmp = &fixture.cmp;
     // componentstatuses is deprecated: one warning per distinct text, however many requests
     // carried it (two GETs in the last case). Only stderr and the exit status are compared:
     // the statuses probe the default scheduler and controller-manager ports, which another

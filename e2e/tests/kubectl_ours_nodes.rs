@@ -4,8 +4,7 @@
 //! PodDisruptionBudget, and plain managed pods — plus explain and `top`'s missing-API error.
 //! Outputs, exit codes and the resulting node and pod state must match.
 
-use e2e::kubectl_compare::{Comparison, Mode};
-use e2e::secure::SecureCluster;
+use e2e::kubectl_compare::{Fixture, Mode};
 
 /// The node and its pods, for namespace (and node) `ns`.
 fn fixtures(ns: &str) -> String {
@@ -41,14 +40,8 @@ fn fixtures(ns: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn node_commands_match_upstream() {
-    let cluster = SecureCluster::start(&[]).await;
+    let Fixture { cluster, cmp } = Fixture::start("nodes").await;
     let dir = cluster.dir().to_path_buf();
-    let cmp = Comparison::new(
-        &dir,
-        &cluster.server.url(),
-        &cluster.server.ca_file(),
-        "nodes",
-    );
     for ns in [&cmp.ns_upstream, &cmp.ns_ours] {
         let path = dir.join(format!("{ns}.yaml"));
         std::fs::write(&path, fixtures(ns)).unwrap();

@@ -4,8 +4,7 @@
 //! (a template that does not parse; one that fails executing, whose debugging notes upstream
 //! writes to stdout) with their exit code.
 
-use e2e::kubectl_compare::{Comparison, Mode, normalize_identity, replace_word};
-use e2e::secure::SecureCluster;
+use e2e::kubectl_compare::{Comparison, Fixture, Mode, normalize_identity, replace_word};
 
 const OBJECTS: &str = "\
 apiVersion: v1
@@ -127,14 +126,8 @@ fn step_masked(cmp: &Comparison, args: &[&str]) -> (bool, String) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn templates_match_upstream() {
-    let cluster = SecureCluster::start(&[]).await;
+    let Fixture { cluster, cmp } = Fixture::start("tmpl").await;
     let dir = cluster.dir().to_path_buf();
-    let cmp = Comparison::new(
-        &dir,
-        &cluster.server.url(),
-        &cluster.server.ca_file(),
-        "tmpl",
-    );
     let write = |name: &str, text: &str| {
         let path = dir.join(name);
         std::fs::write(&path, text).unwrap();
