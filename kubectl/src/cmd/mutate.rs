@@ -52,11 +52,31 @@ impl DryRun {
 pub struct Reporter {
     format: Option<OutputFormat>,
     printed: usize,
+    show_managed_fields: bool,
+    typed: bool,
 }
 
 impl Reporter {
     pub fn new(format: Option<OutputFormat>) -> Self {
-        Reporter { format, printed: 0 }
+        Reporter {
+            format,
+            printed: 0,
+            show_managed_fields: false,
+            typed: false,
+        }
+    }
+
+    /// The command's upstream holds its objects as Go structs (generators, `run`, `expose`,
+    /// `set`, `rollout`, `autoscale`), not as maps: see [`printers::go_struct`].
+    pub fn typed(mut self) -> Self {
+        self.typed = true;
+        self
+    }
+
+    /// `--show-managed-fields`: json and yaml keep `metadata.managedFields`.
+    pub fn show_managed_fields(mut self, show: bool) -> Self {
+        self.show_managed_fields = show;
+        self
     }
 
     pub fn report(
@@ -68,19 +88,23 @@ impl Reporter {
     ) -> anyhow::Result<()> {
         match &self.format {
             Some(format) if !format.is_table() => {
-                let mut object = object.clone();
+                let mut object = match self.typed {
+                    true => printers::go_struct::as_typed(object),
+                    false => object.clone(),
+                };
                 // Upstream's go-template printer sees managedFields (only json/yaml drop them).
-                if !matches!(format, OutputFormat::GoTemplate(_)) {
+                if !self.show_managed_fields && !matches!(format, OutputFormat::GoTemplate(_)) {
                     printers::strip_managed_fields(&mut object);
                 }
                 // Upstream's YAML printer separates the documents it prints.
                 if matches!(format, OutputFormat::Yaml) && self.printed > 0 {
                     println!("---");
                 }
-                print!(
-                    "{}",
-                    printers::print_objects(format, &[(resource.clone(), object)], true)?
-                );
+                let text = match format {
+                    OutputFormat::Json if self.typed => printers::go_struct::to_go_json(&object),
+                    _ => printers::print_objects(format, &[(resource.clone(), object)], true)?,
+                };
+                print!("{text}");
             }
             _ => println!(
                 "{} {verb}{}",
