@@ -20,6 +20,7 @@ pub struct Factory {
     namespace: String,
     namespace_explicit: bool,
     cache_dir: PathBuf,
+    log: crate::klog::RequestLog,
 }
 
 impl Factory {
@@ -41,12 +42,15 @@ impl Factory {
             .unwrap_or_else(default_cache_dir)
             .join("discovery")
             .join(cache_key(&url));
+        let log = request_log(&config)?;
+        crate::klog::feature_gates();
         Ok(Factory {
             client: config.build_client()?,
             host,
             namespace,
             namespace_explicit,
             cache_dir,
+            log,
         })
     }
 
@@ -105,6 +109,7 @@ impl Factory {
         let bytes = collect(response.into_body())
             .await
             .map_err(|err| self.translate(err))?;
+        crate::klog::response_body(&bytes);
         Ok(String::from_utf8(bytes.to_vec())?)
     }
 
@@ -132,11 +137,16 @@ impl Factory {
         &self,
         request: Request<Vec<u8>>,
     ) -> anyhow::Result<http::Response<kube::client::Body>> {
+        let trace = self.log.start(&request);
         let response = self
             .client
             .send(request.map(kube::client::Body::from))
             .await
-            .map_err(|err| self.translate(err))?;
+            .map_err(|err| {
+                trace.response(None);
+                self.translate(err)
+            })?;
+        trace.response(Some((response.status(), response.headers())));
         crate::warnings::handle(response.headers());
         let status = response.status();
         if !status.is_client_error() && !status.is_server_error() {
@@ -145,6 +155,7 @@ impl Factory {
         let bytes = collect(response.into_body())
             .await
             .map_err(|err| self.translate(err))?;
+        crate::klog::response_body(&bytes);
         let text = String::from_utf8_lossy(&bytes);
         let status = match serde_json::from_str::<kube::core::Status>(&text) {
             Ok(status) => status,
@@ -158,6 +169,40 @@ impl Factory {
     fn translate(&self, err: kube::Error) -> anyhow::Error {
         translate(&self.host, err)
     }
+}
+
+/// The server's URL and the headers the client adds below kubectl, for the request log.
+fn request_log(
+    config: &client_go_rs::config::ClientConfig,
+) -> anyhow::Result<crate::klog::RequestLog> {
+    let kube = config.to_kube_config()?;
+    let mut client_headers: Vec<(String, String)> = kube
+        .headers
+        .iter()
+        .map(|(name, value)| {
+            let value = String::from_utf8_lossy(value.as_bytes());
+            (
+                name.as_str().to_owned(),
+                crate::klog::mask(name.as_str(), &value),
+            )
+        })
+        .collect();
+    let auth = &kube.auth_info;
+    if auth.token.is_some() || auth.token_file.is_some() || auth.exec.is_some() {
+        client_headers.push(("Authorization".into(), "Bearer <masked>".into()));
+    } else if auth.username.is_some() || auth.password.is_some() {
+        client_headers.push(("Authorization".into(), "Basic <masked>".into()));
+    }
+    if let Some(user) = &auth.impersonate {
+        client_headers.push(("Impersonate-User".into(), user.clone()));
+    }
+    for group in auth.impersonate_groups.iter().flatten() {
+        client_headers.push(("Impersonate-Group".into(), group.clone()));
+    }
+    Ok(crate::klog::RequestLog {
+        base_url: kube.cluster_url.to_string(),
+        client_headers,
+    })
 }
 
 async fn collect(body: kube::client::Body) -> Result<bytes::Bytes, kube::Error> {

@@ -6,6 +6,7 @@ pub mod cmd;
 pub mod discovery;
 pub mod errors;
 pub mod factory;
+pub mod klog;
 pub mod kubeconfig;
 pub mod printers;
 pub mod remotecommand;

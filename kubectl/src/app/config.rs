@@ -10,6 +10,9 @@ const FALLBACK_SERVER: &str = "http://localhost:8080";
 
 /// Loads the configuration for these flags.
 pub async fn client_config(global: &GlobalOptions) -> anyhow::Result<ClientConfig> {
+    for path in kubeconfig_files(global) {
+        crate::klog::config_loaded(&path);
+    }
     let mut config = if global.cluster.is_some() || global.user.is_some() {
         // client-go-rs selects only contexts; a cluster or user override needs kube's options.
         custom_kubeconfig(global).await?
@@ -68,6 +71,29 @@ pub async fn client_config(global: &GlobalOptions) -> anyhow::Result<ClientConfi
             "kubectl",
             component_base::version::GIT_VERSION,
         )))
+}
+
+/// The kubeconfig files read, in clientcmd's order: `--kubeconfig`, else the existing files
+/// of `KUBECONFIG`, else `~/.kube/config` if it exists.
+fn kubeconfig_files(global: &GlobalOptions) -> Vec<std::path::PathBuf> {
+    if let Some(path) = global.kubeconfig.as_ref().filter(|p| p.exists()) {
+        return vec![path.clone()];
+    }
+    let listed: Vec<std::path::PathBuf> = std::env::var_os("KUBECONFIG")
+        .map(|v| {
+            std::env::split_paths(&v)
+                .filter(|p| !p.as_os_str().is_empty())
+                .collect()
+        })
+        .unwrap_or_default();
+    if !listed.is_empty() {
+        return listed.into_iter().filter(|p| p.exists()).collect();
+    }
+    std::env::var_os("HOME")
+        .map(|home| std::path::PathBuf::from(home).join(".kube").join("config"))
+        .filter(|p| p.exists())
+        .into_iter()
+        .collect()
 }
 
 async fn custom_kubeconfig(global: &GlobalOptions) -> anyhow::Result<ClientConfig> {

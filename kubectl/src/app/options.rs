@@ -11,7 +11,13 @@ use std::path::PathBuf;
     disable_version_flag = true,
     about = "kubectl controls the Kubernetes cluster manager.",
     long_about = "kubectl controls the Kubernetes cluster manager.\n\n \
-Find more information at: https://kubernetes.io/docs/reference/kubectl/"
+Find more information at: https://kubernetes.io/docs/reference/kubectl/",
+    // klog's flags are global upstream (`kubectl get pods -v=6`).
+    mut_arg("verbosity", |a| a.global(true)),
+    mut_arg("vmodule", |a| a.global(true)),
+    mut_arg("logging_format", |a| a.global(true)),
+    // Upstream lists the global flags under `kubectl options`, not in each command's help.
+    mut_args(|a| if a.is_global_set() { a.hide_short_help(true).hide_long_help(true) } else { a })
 )]
 pub struct Cli {
     #[command(flatten)]

@@ -25,7 +25,9 @@ pub fn main() -> ExitCode {
         }
     };
     // A CLI's stderr is for the user: library chatter only at higher verbosity, as kubectl's.
-    let filter = if cli.logs.verbosity >= 6 {
+    // From -v=6 kubectl logs its requests as upstream's (crate::klog); the Rust crates' own
+    // tracing is for the levels beyond upstream's.
+    let filter = if cli.logs.verbosity >= 10 {
         "debug"
     } else {
         "error,kube_client=off"
