@@ -12,6 +12,7 @@ pub mod https;
 pub mod kubectl;
 pub mod kubectl_compare;
 pub mod kubelet;
+pub mod node_fixture;
 pub mod panic_note;
 pub mod pki;
 pub mod python;

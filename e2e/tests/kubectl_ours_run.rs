@@ -4,11 +4,10 @@
 //! HTTP server in the test. Each case runs with both kubectls, each in its own namespace, and
 //! exit codes, stdout and stderr must be the same.
 
-use e2e::apiserver::ApiServer;
-use e2e::containerd::{BUSYBOX_IMAGE, Containerd};
+use e2e::containerd::BUSYBOX_IMAGE;
 use e2e::kubectl::Kubectl;
 use e2e::kubectl_compare::{Comparison, Mode, normalize_identity, replace_word};
-use e2e::kubelet::{Kubelet, start_apiserver};
+use e2e::node_fixture::Node;
 use e2e::scheduler::Scheduler;
 use std::io::{Read, Write};
 use std::path::Path;
@@ -20,36 +19,18 @@ const PATIENCE: Duration = Duration::from_secs(120);
 const TOKENS: &str = "e2e,e2e-admin,1000,\"system:masters\"\n";
 
 struct Cluster {
-    // Dropped in this order: scheduler, kubelet, containerd, apiserver.
+    // Dropped in this order: scheduler, then the node (kubelet, containerd, apiserver).
     _scheduler: Scheduler,
-    _kubelet: Kubelet,
-    _containerd: Containerd,
-    _api: ApiServer,
+    _node: Node,
     cmp: Comparison,
 }
 
 async fn cluster(dir: &Path) -> Cluster {
-    let tokens = dir.join("tokens.csv");
-    std::fs::write(&tokens, TOKENS).unwrap();
-    let token_flag = format!("--token-auth-file={}", tokens.display());
-    let (api, _pki) = start_apiserver(dir, &["--authorization-mode=Node,RBAC", &token_flag])
-        .await
-        .expect("starting the apiserver");
-    let containerd = Containerd::start(&dir.join("containerd")).expect("starting containerd");
-    let kubelet = Kubelet::start(
-        &dir.join("kubelet"),
-        &api,
-        &containerd,
-        "run-node",
-        serde_json::Value::Null,
-        &[],
-    )
-    .await
-    .expect("starting the kubelet");
-    let scheduler = Scheduler::start(&dir.join("scheduler"), &api, None, &[])
+    let node = Node::start(dir, "run-node", TOKENS).await;
+    let scheduler = Scheduler::start(&dir.join("scheduler"), &node.api, None, &[])
         .await
         .expect("starting the scheduler");
-    let cmp = Comparison::new(dir, &api.url(), &api.ca_file(), "run");
+    let cmp = Comparison::for_apiserver(dir, &node.api, "run");
     // No node lifecycle controller runs to lift the not-ready taint admission put on the new
     // node: the test lifts it once the kubelet reports Ready, so the scheduler places pods.
     let deadline = Instant::now() + PATIENCE;
@@ -70,9 +51,7 @@ async fn cluster(dir: &Path) -> Cluster {
         .run(&["taint", "node", "run-node", "node.kubernetes.io/not-ready-"]);
     Cluster {
         _scheduler: scheduler,
-        _kubelet: kubelet,
-        _containerd: containerd,
-        _api: api,
+        _node: node,
         cmp,
     }
 }

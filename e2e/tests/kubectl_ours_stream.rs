@@ -4,11 +4,10 @@
 //! `attach`, `port-forward`, `cp` both ways and `proxy`, each run with both kubectls and the
 //! results compared.
 
-use e2e::apiserver::ApiServer;
-use e2e::containerd::{BUSYBOX_IMAGE, Containerd};
+use e2e::containerd::BUSYBOX_IMAGE;
 use e2e::kubectl::Output;
 use e2e::kubectl_compare::{Comparison, Mode};
-use e2e::kubelet::{Kubelet, start_apiserver};
+use e2e::node_fixture::Node;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -21,37 +20,16 @@ const NS: &str = "stream";
 const TOKENS: &str = "e2e,e2e-admin,1000,\"system:masters\"\n";
 
 struct Cluster {
-    // Dropped in this order: kubelet, containerd, apiserver.
-    kubelet: Kubelet,
-    _containerd: Containerd,
-    _api: ApiServer,
+    node: Node,
     cmp: Comparison,
     dir: PathBuf,
 }
 
 async fn cluster(dir: &Path) -> Cluster {
-    let tokens = dir.join("tokens.csv");
-    std::fs::write(&tokens, TOKENS).unwrap();
-    let token_flag = format!("--token-auth-file={}", tokens.display());
-    let (api, _pki) = start_apiserver(dir, &["--authorization-mode=Node,RBAC", &token_flag])
-        .await
-        .expect("starting the apiserver");
-    let containerd = Containerd::start(&dir.join("containerd")).expect("starting containerd");
-    let kubelet = Kubelet::start(
-        &dir.join("kubelet"),
-        &api,
-        &containerd,
-        NODE,
-        serde_json::Value::Null,
-        &[],
-    )
-    .await
-    .expect("starting the kubelet");
-    let cmp = Comparison::new(dir, &api.url(), &api.ca_file(), "stream");
+    let node = Node::start(dir, NODE, TOKENS).await;
+    let cmp = Comparison::for_apiserver(dir, &node.api, "stream");
     let c = Cluster {
-        kubelet,
-        _containerd: containerd,
-        _api: api,
+        node,
         cmp,
         dir: dir.to_path_buf(),
     };
@@ -67,7 +45,7 @@ impl Cluster {
                 Ok(v) => return v,
                 Err(last) if Instant::now() > deadline => panic!(
                     "timed out waiting for {what}: {last}\n----- kubelet log -----\n{}",
-                    tail(&self.kubelet.logs(), 60)
+                    tail(&self.node.kubelet.logs(), 60)
                 ),
                 Err(_) => std::thread::sleep(Duration::from_millis(200)),
             }

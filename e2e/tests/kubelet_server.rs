@@ -6,11 +6,9 @@
 //! SubjectAccessReview authorization, `/pods`, `/healthz`, `/stats/summary`,
 //! `/metrics/resource`, the read-only port).
 
-use e2e::apiserver::ApiServer;
-use e2e::containerd::{BUSYBOX_IMAGE, Containerd};
+use e2e::containerd::BUSYBOX_IMAGE;
 use e2e::kubectl::Kubectl;
-use e2e::kubelet::{Kubelet, start_apiserver};
-use e2e::pki::Pki;
+use e2e::node_fixture::Node;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use std::path::{Path, PathBuf};
@@ -27,39 +25,16 @@ const NODE: &str = "srv-node";
 const TOKENS: &str = "e2e,e2e-admin,1000,\"system:masters\"\nstats-token,stats-reader,1001\n";
 
 struct Cluster {
-    // Dropped in this order: kubelet, containerd, apiserver.
-    kubelet: Kubelet,
-    _containerd: Containerd,
-    api: ApiServer,
-    pki: Pki,
+    node: Node,
     k: Kubectl,
     dir: PathBuf,
 }
 
 async fn cluster(dir: &Path) -> Cluster {
-    let tokens = dir.join("tokens.csv");
-    std::fs::write(&tokens, TOKENS).unwrap();
-    let token_flag = format!("--token-auth-file={}", tokens.display());
-    let (api, pki) = start_apiserver(dir, &["--authorization-mode=Node,RBAC", &token_flag])
-        .await
-        .expect("starting the apiserver");
-    let containerd = Containerd::start(&dir.join("containerd")).expect("starting containerd");
-    let kubelet = Kubelet::start(
-        &dir.join("kubelet"),
-        &api,
-        &containerd,
-        NODE,
-        serde_json::Value::Null,
-        &[],
-    )
-    .await
-    .expect("starting the kubelet");
-    let k = Kubectl::upstream(&dir.join("kubectl"), &api.url(), &api.ca_file());
+    let node = Node::start(dir, NODE, TOKENS).await;
+    let k = Kubectl::upstream(&dir.join("kubectl"), &node.api.url(), &node.api.ca_file());
     let c = Cluster {
-        kubelet,
-        _containerd: containerd,
-        api,
-        pki,
+        node,
         k,
         dir: dir.to_path_buf(),
     };
@@ -78,7 +53,7 @@ impl Cluster {
                 Ok(v) => return v,
                 Err(last) if Instant::now() > deadline => panic!(
                     "timed out waiting for {what}: {last}\n----- kubelet log -----\n{}",
-                    tail(&self.kubelet.logs(), 60)
+                    tail(&self.node.kubelet.logs(), 60)
                 ),
                 Err(_) => std::thread::sleep(Duration::from_millis(200)),
             }
@@ -345,10 +320,11 @@ async fn the_kubelet_api_authenticates_and_authorizes_as_upstream() {
     let tmp = tempfile::tempdir().unwrap();
     let c = cluster(tmp.path()).await;
     c.run_pod("stats-pod", "exec sleep 3600", "");
-    let ca = c.kubelet.certs().ca_file.clone();
-    let port = c.kubelet.port();
-    let admin = c.pki.issue_client("kubelet-api-admin", &["system:masters"]);
-    let nobody = c.pki.issue_client("nobody", &[]);
+    let ca = c.node.kubelet.certs().ca_file.clone();
+    let port = c.node.kubelet.port();
+    let pki = &c.node.pki;
+    let admin = pki.issue_client("kubelet-api-admin", &["system:masters"]);
+    let nobody = pki.issue_client("nobody", &[]);
 
     let (status, body) = kubelet_get(port, &ca, Some(&admin), None, "/healthz").await;
     assert_eq!((status, body.as_str()), (200, "ok"));
@@ -439,7 +415,7 @@ async fn the_kubelet_api_authenticates_and_authorizes_as_upstream() {
     assert!(body.contains("user=stats-reader"), "{body}");
 
     // The read-only port: plain HTTP, no credentials.
-    let ro = c.kubelet.read_only_port();
+    let ro = c.node.kubelet.read_only_port();
     let (status, body) = e2e::kubelet::http_get(ro, "/pods").await.unwrap();
     assert_eq!(status, 200);
     assert!(body.contains("stats-pod"), "{body}");
@@ -450,5 +426,5 @@ async fn the_kubelet_api_authenticates_and_authorizes_as_upstream() {
         status, 404,
         "debugging endpoints are not on the read-only port"
     );
-    let _ = &c.api;
+    let _ = &c.node.api;
 }
