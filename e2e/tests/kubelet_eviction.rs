@@ -125,6 +125,66 @@ async fn running_containers(containerd: &Containerd, uid: &str) -> usize {
     .len()
 }
 
+/// The APIs a test's checks go through, and the polls they repeat.
+struct Checks<'a> {
+    node: &'a str,
+    cluster: &'a KubeletCluster,
+    pods: Api<Pod>,
+    nodes: Api<Node>,
+}
+
+impl<'a> Checks<'a> {
+    fn new(cluster: &'a KubeletCluster, node: &'a str) -> Self {
+        Checks {
+            node,
+            cluster,
+            pods: Api::namespaced(cluster.client.clone(), "default"),
+            nodes: Api::all(cluster.client.clone()),
+        }
+    }
+
+    fn logs(&self) -> String {
+        self.cluster.kubelet.logs()
+    }
+
+    async fn create(&self, p: Pod) -> Pod {
+        self.pods
+            .create(&PostParams::default(), &p)
+            .await
+            .expect("create pod")
+    }
+
+    async fn until_running(&self, name: &str) {
+        poll(&format!("{name} running"), &|| self.logs(), async || {
+            running(&self.pods.get(name).await.map_err(|e| e.to_string())?)
+        })
+        .await;
+    }
+
+    /// Waits for the pod to fail; `evicted`: with reason Evicted too.
+    async fn until_failed(&self, name: &str, evicted: bool) -> Pod {
+        poll(&format!("{name} failed"), &|| self.logs(), async || {
+            let p = self.pods.get(name).await.map_err(|e| e.to_string())?;
+            (phase(&p) == "Failed" && (!evicted || reason(&p) == "Evicted"))
+                .then_some(p.clone())
+                .ok_or_else(|| format!("{:?} {:?}", phase(&p), reason(&p)))
+        })
+        .await
+    }
+
+    /// Waits for the node's condition `kind` to have `status`.
+    async fn until_condition(&self, kind: &str, status: &str) -> Node {
+        poll(&format!("{kind} {status}"), &|| self.logs(), async || {
+            let n = self.nodes.get(self.node).await.map_err(|e| e.to_string())?;
+            match node_condition(&n, kind) {
+                Some((s, _)) if s == status => Ok(n),
+                other => Err(format!("{other:?}")),
+            }
+        })
+        .await
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn memory_pressure_evicts_the_best_effort_pod_and_refuses_new_ones() {
     let name = "evict-mem";
@@ -138,18 +198,12 @@ async fn memory_pressure_evicts_the_best_effort_pod_and_refuses_new_ones() {
         }),
     )
     .await;
-    let logs = || s.kubelet.logs();
-    let pods: Api<Pod> = Api::namespaced(s.client.clone(), "default");
-    let nodes: Api<Node> = Api::all(s.client.clone());
-    let create = async |p: Pod| {
-        pods.create(&PostParams::default(), &p)
-            .await
-            .expect("create pod")
-    };
+    let c = Checks::new(&s, name);
+    let logs = || c.logs();
     let burstable = json!({"requests": {"memory": "120Mi"}});
 
     // 70Mi within a 120Mi request, and an idle best-effort pod: about 125Mi still available.
-    create(pod(
+    c.create(pod(
         "within-request",
         name,
         70,
@@ -157,14 +211,11 @@ async fn memory_pressure_evicts_the_best_effort_pod_and_refuses_new_ones() {
         json!({}),
     ))
     .await;
-    create(pod("idle", name, 0, json!({}), json!({}))).await;
+    c.create(pod("idle", name, 0, json!({}), json!({}))).await;
     for p in ["within-request", "idle"] {
-        poll(&format!("{p} running"), &logs, async || {
-            running(&pods.get(p).await.map_err(|e| e.to_string())?)
-        })
-        .await;
+        c.until_running(p).await;
     }
-    let node = nodes.get(name).await.unwrap();
+    let node = c.nodes.get(name).await.unwrap();
     assert_eq!(
         node_condition(&node, "MemoryPressure")
             .map(|c| c.0)
@@ -174,26 +225,13 @@ async fn memory_pressure_evicts_the_best_effort_pod_and_refuses_new_ones() {
 
     // 50Mi more from a best-effort pod crosses the threshold: it goes, though it uses less
     // than the burstable pod, which stays within its request.
-    let hog = create(pod("hog", name, 50, json!({}), json!({}))).await;
-    let node = poll("MemoryPressure", &logs, async || {
-        let n = nodes.get(name).await.map_err(|e| e.to_string())?;
-        match node_condition(&n, "MemoryPressure") {
-            Some((status, _)) if status == "True" => Ok(n),
-            other => Err(format!("{other:?}")),
-        }
-    })
-    .await;
+    let hog = c.create(pod("hog", name, 50, json!({}), json!({}))).await;
+    let node = c.until_condition("MemoryPressure", "True").await;
     assert_eq!(
         node_condition(&node, "MemoryPressure").unwrap().1,
         "KubeletHasInsufficientMemory"
     );
-    let evicted = poll("the hog evicted", &logs, async || {
-        let p = pods.get("hog").await.map_err(|e| e.to_string())?;
-        (phase(&p) == "Failed" && reason(&p) == "Evicted")
-            .then_some(p.clone())
-            .ok_or_else(|| format!("{:?} {:?}", phase(&p), reason(&p)))
-    })
-    .await;
+    let evicted = c.until_failed("hog", true).await;
     let text = message(&evicted);
     assert!(
         text.starts_with(
@@ -256,8 +294,9 @@ async fn memory_pressure_evicts_the_best_effort_pod_and_refuses_new_ones() {
 
     // Still under pressure (held for the transition period): a best-effort pod is refused, a
     // burstable one admitted.
-    create(pod("late-best-effort", name, 0, json!({}), json!({}))).await;
-    create(pod(
+    c.create(pod("late-best-effort", name, 0, json!({}), json!({})))
+        .await;
+    c.create(pod(
         "late-burstable",
         name,
         0,
@@ -265,43 +304,19 @@ async fn memory_pressure_evicts_the_best_effort_pod_and_refuses_new_ones() {
         json!({}),
     ))
     .await;
-    let refused = poll("late-best-effort refused", &logs, async || {
-        let p = pods
-            .get("late-best-effort")
-            .await
-            .map_err(|e| e.to_string())?;
-        (phase(&p) == "Failed")
-            .then_some(p.clone())
-            .ok_or_else(|| phase(&p).to_string())
-    })
-    .await;
+    let refused = c.until_failed("late-best-effort", false).await;
     assert_eq!(reason(&refused), "Evicted");
     assert_eq!(
         message(&refused),
         "Pod was rejected: The node had condition: [MemoryPressure]. "
     );
-    poll("late-burstable running", &logs, async || {
-        running(
-            &pods
-                .get("late-burstable")
-                .await
-                .map_err(|e| e.to_string())?,
-        )
-    })
-    .await;
+    c.until_running("late-burstable").await;
 
     // The hog's memory is back: the condition clears after the transition period and the
     // other pods were never touched.
-    poll("MemoryPressure cleared", &logs, async || {
-        let n = nodes.get(name).await.map_err(|e| e.to_string())?;
-        match node_condition(&n, "MemoryPressure") {
-            Some((status, _)) if status == "False" => Ok(()),
-            other => Err(format!("{other:?}")),
-        }
-    })
-    .await;
+    c.until_condition("MemoryPressure", "False").await;
     for p in ["within-request", "idle", "late-burstable"] {
-        let got = pods.get(p).await.unwrap();
+        let got = c.pods.get(p).await.unwrap();
         assert!(running(&got).is_ok(), "{p}: {:?}", got.status);
     }
 }
@@ -316,11 +331,10 @@ async fn node_wide_pressure_refuses_pods_but_critical_ones() {
         }),
     )
     .await;
-    let logs = || s.kubelet.logs();
-    let pods: Api<Pod> = Api::namespaced(s.client.clone(), "default");
-    let nodes: Api<Node> = Api::all(s.client.clone());
+    let c = Checks::new(&s, name);
+    let logs = || c.logs();
     let node = poll("MemoryPressure and DiskPressure", &logs, async || {
-        let n = nodes.get(name).await.map_err(|e| e.to_string())?;
+        let n = c.nodes.get(name).await.map_err(|e| e.to_string())?;
         let memory = node_condition(&n, "MemoryPressure");
         let disk = node_condition(&n, "DiskPressure");
         match (&memory, &disk) {
@@ -338,12 +352,7 @@ async fn node_wide_pressure_refuses_pods_but_critical_ones() {
         Some("False")
     );
 
-    let post = async |p: Pod| {
-        pods.create(&PostParams::default(), &p)
-            .await
-            .expect("create pod")
-    };
-    post(pod(
+    c.create(pod(
         "burstable",
         name,
         0,
@@ -351,7 +360,7 @@ async fn node_wide_pressure_refuses_pods_but_critical_ones() {
         json!({}),
     ))
     .await;
-    post(pod(
+    c.create(pod(
         "critical",
         name,
         0,
@@ -359,22 +368,13 @@ async fn node_wide_pressure_refuses_pods_but_critical_ones() {
         json!({"priorityClassName": "system-node-critical"}),
     ))
     .await;
-    let refused = poll("burstable refused", &logs, async || {
-        let p = pods.get("burstable").await.map_err(|e| e.to_string())?;
-        (phase(&p) == "Failed")
-            .then_some(p.clone())
-            .ok_or_else(|| phase(&p).to_string())
-    })
-    .await;
+    let refused = c.until_failed("burstable", false).await;
     assert_eq!(reason(&refused), "Evicted");
     assert_eq!(
         message(&refused),
         "Pod was rejected: The node had condition: [MemoryPressure DiskPressure]. "
     );
-    poll("critical running", &logs, async || {
-        running(&pods.get("critical").await.map_err(|e| e.to_string())?)
-    })
-    .await;
+    c.until_running("critical").await;
     // The manager tries, finds only the critical pod, and leaves it.
     poll(
         "an eviction attempt with nothing to evict",
@@ -387,7 +387,7 @@ async fn node_wide_pressure_refuses_pods_but_critical_ones() {
         },
     )
     .await;
-    let critical = pods.get("critical").await.unwrap();
+    let critical = c.pods.get("critical").await.unwrap();
     assert!(running(&critical).is_ok(), "{:?}", critical.status);
 }
 
@@ -423,19 +423,12 @@ impl Drop for Tmpfs {
 /// A busybox pod bound to `node` that writes `fill_mi` MiB into a disk-backed emptyDir
 /// (`data`).
 fn disk_pod(name: &str, node: &str, fill_mi: u64) -> Pod {
-    let mut p = pod(name, node, 0, json!({}), json!({}));
+    let mut p = pod(name, node, fill_mi, json!({}), json!({}));
     let spec = p.spec.as_mut().unwrap();
     let volume = &mut spec.volumes.as_mut().unwrap()[0];
     volume.name = "data".into();
     volume.empty_dir = Some(Default::default());
     spec.containers[0].volume_mounts.as_mut().unwrap()[0].name = "data".into();
-    spec.containers[0].command = Some(vec![
-        "sh".into(),
-        "-c".into(),
-        format!(
-            "dd if=/dev/zero of=/mem/fill bs=1048576 count={fill_mi} 2>/dev/null; trap 'exit 0' TERM; sleep 3600 & wait"
-        ),
-    ]);
     p
 }
 
@@ -454,14 +447,7 @@ async fn disk_pressure_evicts_the_pod_writing_the_most() {
         }),
     )
     .await;
-    let logs = || s.kubelet.logs();
-    let pods: Api<Pod> = Api::namespaced(s.client.clone(), "default");
-    let nodes: Api<Node> = Api::all(s.client.clone());
-    let create = async |p: Pod| {
-        pods.create(&PostParams::default(), &p)
-            .await
-            .expect("create pod")
-    };
+    let c = Checks::new(&s, name);
     // A pod over its emptyDir's sizeLimit goes without any node pressure.
     let mut over = disk_pod("over-limit", name, 4);
     over.spec.as_mut().unwrap().volumes.as_mut().unwrap()[0]
@@ -471,24 +457,15 @@ async fn disk_pressure_evicts_the_pod_writing_the_most() {
         .size_limit = Some(k8s_openapi::apimachinery::pkg::api::resource::Quantity(
         "2Mi".into(),
     ));
-    create(over).await;
-    create(disk_pod("quiet", name, 1)).await;
-    poll("quiet running", &logs, async || {
-        running(&pods.get("quiet").await.map_err(|e| e.to_string())?)
-    })
-    .await;
-    let over = poll("over-limit evicted", &logs, async || {
-        let p = pods.get("over-limit").await.map_err(|e| e.to_string())?;
-        (phase(&p) == "Failed" && reason(&p) == "Evicted")
-            .then_some(p.clone())
-            .ok_or_else(|| format!("{:?} {:?}", phase(&p), reason(&p)))
-    })
-    .await;
+    c.create(over).await;
+    c.create(disk_pod("quiet", name, 1)).await;
+    c.until_running("quiet").await;
+    let over = c.until_failed("over-limit", true).await;
     assert_eq!(
         message(&over),
         "Usage of EmptyDir volume \"data\" exceeds the limit \"2Mi\". "
     );
-    let node = nodes.get(name).await.unwrap();
+    let node = c.nodes.get(name).await.unwrap();
     assert_eq!(
         node_condition(&node, "DiskPressure")
             .map(|c| c.0)
@@ -497,22 +474,9 @@ async fn disk_pressure_evicts_the_pod_writing_the_most() {
     );
 
     // 40Mi of the 64Mi: below half available.
-    create(disk_pod("writer", name, 40)).await;
-    poll("DiskPressure", &logs, async || {
-        let n = nodes.get(name).await.map_err(|e| e.to_string())?;
-        match node_condition(&n, "DiskPressure") {
-            Some((status, _)) if status == "True" => Ok(()),
-            other => Err(format!("{other:?}")),
-        }
-    })
-    .await;
-    let evicted = poll("the writer evicted", &logs, async || {
-        let p = pods.get("writer").await.map_err(|e| e.to_string())?;
-        (phase(&p) == "Failed" && reason(&p) == "Evicted")
-            .then_some(p.clone())
-            .ok_or_else(|| format!("{:?} {:?}", phase(&p), reason(&p)))
-    })
-    .await;
+    c.create(disk_pod("writer", name, 40)).await;
+    c.until_condition("DiskPressure", "True").await;
+    let evicted = c.until_failed("writer", true).await;
     let text = message(&evicted);
     assert!(
         text.starts_with(
@@ -521,15 +485,8 @@ async fn disk_pressure_evicts_the_pod_writing_the_most() {
         "{text}"
     );
     // Its emptyDir went with it: the pressure clears and the quiet pod was never touched.
-    poll("DiskPressure cleared", &logs, async || {
-        let n = nodes.get(name).await.map_err(|e| e.to_string())?;
-        match node_condition(&n, "DiskPressure") {
-            Some((status, _)) if status == "False" => Ok(()),
-            other => Err(format!("{other:?}")),
-        }
-    })
-    .await;
-    let quiet = pods.get("quiet").await.unwrap();
+    c.until_condition("DiskPressure", "False").await;
+    let quiet = c.pods.get("quiet").await.unwrap();
     assert!(running(&quiet).is_ok(), "{:?}", quiet.status);
     drop(s);
     drop(root);
