@@ -282,8 +282,71 @@ async fn run_attach_rm_managed_fields_and_urls_match_upstream() {
         c.same(&run_args(name, flags, &["true"]), "");
     }
 
+    run_tty(&c);
     managed_fields(&c);
     urls(&c, tmp.path());
+}
+
+/// Single-quoted for sh.
+fn quote(word: &str) -> String {
+    format!("'{}'", word.replace('\'', "'\\''"))
+}
+
+/// `run -it` with a terminal (script(1)) for both kubectls: the input reaches the container,
+/// its output, exit code and the deletion come back alike.
+fn run_tty(c: &Cluster) {
+    let args = run_args(
+        "tty",
+        &["-it", "--rm", "--restart=Never"],
+        &["sh", "-c", "read x; echo got $x; exit 3"],
+    );
+    let go = |binary: &Path, kubectl: &Kubectl, ns: &str| {
+        let dir = kubectl.dir();
+        let cache = format!("--cache-dir={}", dir.join("cache").display());
+        let mut line = [binary.to_str().unwrap(), &cache, "-n", ns]
+            .map(quote)
+            .join(" ");
+        for a in &args {
+            line.push(' ');
+            line.push_str(&quote(a));
+        }
+        // timeout(1) is the hang guard.
+        let shell = format!(
+            "printf 'tok\\n' | timeout 120 script -qec {} /dev/null",
+            quote(&line)
+        );
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(&shell)
+            .env("KUBECONFIG", dir.join("kubeconfig"))
+            .env("HOME", dir)
+            .output()
+            .expect("running script");
+        // The local terminal echoes the input only when it comes before kubectl made the
+        // terminal raw (a race): lines that are only the input are left out.
+        let stdout: String = String::from_utf8_lossy(&out.stdout)
+            .split_inclusive('\n')
+            .filter(|l| l.trim_end() != "tok")
+            .collect();
+        Ran {
+            code: out.status.code(),
+            stdout: normalize_identity(&replace_word(&stdout, ns, "NS")),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    };
+    let up = go(
+        Path::new("/usr/bin/kubectl"),
+        &c.cmp.upstream,
+        &c.cmp.ns_upstream,
+    );
+    let ours = go(&e2e::bin("kubectl"), &c.cmp.ours, &c.cmp.ns_ours);
+    assert_eq!(
+        ours, up,
+        "run -it: ours (left) differs from upstream (right)"
+    );
+    assert_eq!(ours.code, Some(3), "{ours:?}");
+    assert!(ours.stdout.contains("got tok\r\n"), "{ours:?}");
+    c.pod_gone_in_both("tty");
 }
 
 fn managed_fields(c: &Cluster) {

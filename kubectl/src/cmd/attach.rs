@@ -41,15 +41,20 @@ pub async fn run(global: &GlobalOptions, args: &AttachArgs) -> anyhow::Result<()
         .find(|c| c.get("name").and_then(Value::as_str) == Some(container.as_str()))
         .cloned()
         .unwrap_or(Value::Null);
+    let spec_tty = spec.get("tty").and_then(Value::as_bool) == Some(true);
     let mut tty = args.tty;
-    if tty && spec.get("tty").and_then(Value::as_bool) != Some(true) {
+    if tty && !spec_tty {
         if !args.quiet {
             eprintln!("error: Unable to use a TTY - container {container} did not allocate one");
         }
         tty = false;
+    } else if spec_tty {
+        // The container's process has a terminal whatever we ask: as upstream, a TTY is
+        // wanted (and, without one on our stdin, refused with its note).
+        tty = true;
     }
     let terminal = Terminal::setup(args.stdin, tty, args.quiet);
-    if terminal.tty && !args.quiet {
+    if !args.quiet {
         eprintln!("If you don't see a command prompt, try pressing enter.");
     }
     let mut query = vec![("container".to_owned(), container)];

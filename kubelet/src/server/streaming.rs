@@ -96,16 +96,51 @@ async fn running_container(
         })
 }
 
+/// The `tty` of the target container in the pod's spec (regular, init or ephemeral).
+fn spec_tty(host: &Arc<dyn HostInterface>, t: &Target<'_>) -> Result<bool, Refusal> {
+    let not_found = || {
+        (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!(
+                "container {} not found in pod {}_{}",
+                t.container, t.pod, t.namespace
+            ),
+        )
+    };
+    let pod = host
+        .pod_by_name(t.namespace, t.pod)
+        .ok_or_else(|| (StatusCode::NOT_FOUND, "pod does not exist".to_string()))?;
+    let spec = pod.spec.as_ref().ok_or_else(not_found)?;
+    let regular = spec.containers.iter().map(|c| (&c.name, c.tty));
+    let init = spec
+        .init_containers
+        .iter()
+        .flatten()
+        .map(|c| (&c.name, c.tty));
+    let ephemeral = (spec.ephemeral_containers.iter().flatten()).map(|c| (&c.name, c.tty));
+    regular
+        .chain(init)
+        .chain(ephemeral)
+        .find(|(name, _)| name.as_str() == t.container)
+        .map(|(_, tty)| tty.unwrap_or(false))
+        .ok_or_else(not_found)
+}
+
 pub async fn exec_or_attach(
     host: &Arc<dyn HostInterface>,
     kind: Kind,
     t: Target<'_>,
     req: Request<Incoming>,
 ) -> Response<Body> {
-    let q = match StreamQuery::parse(req.uri().query()) {
+    let mut q = match StreamQuery::parse(req.uri().query()) {
         Ok(q) => q,
         Err(msg) => return error(StatusCode::BAD_REQUEST, msg),
     };
+    // A terminal carries stderr on stdout; the runtime refuses a request for both (upstream's
+    // remotecommand options drop stderr the same way, before the check below).
+    if q.tty {
+        q.stderr = false;
+    }
     if !q.stdin && !q.stdout && !q.stderr {
         return error(
             StatusCode::BAD_REQUEST,
@@ -127,8 +162,16 @@ pub async fn exec_or_attach(
                 .await
         }
         Kind::Attach => {
+            // Whether the process has a terminal was fixed when it started: the runtime
+            // copies output by the container's setting, and asked otherwise (a client
+            // without -t to a `tty: true` container) it waits for a stderr that never
+            // closes. Upstream's kubelet takes the spec's `tty` too.
+            let tty = match spec_tty(host, &t) {
+                Ok(tty) => tty,
+                Err(refusal) => return refuse(refusal),
+            };
             runtime
-                .get_attach(&id, q.stdin, q.stdout, q.stderr, q.tty)
+                .get_attach(&id, q.stdin, q.stdout, q.stderr, tty)
                 .await
         }
     };

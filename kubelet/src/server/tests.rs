@@ -77,26 +77,35 @@ impl RuntimeApi for StubRuntime {
         &self,
         _: &ContainerId,
         cmd: &[String],
-        _: bool,
-        _: bool,
-        _: bool,
-        _: bool,
+        stdin: bool,
+        stdout: bool,
+        stderr: bool,
+        tty: bool,
     ) -> anyhow::Result<String> {
-        Ok(format!("{}/exec/{}", self.streaming.lock(), cmd.join("-")))
+        let flags = flags([stdin, stdout, stderr, tty]);
+        let cmd = cmd.join("-");
+        Ok(format!("{}/exec/{cmd}/{flags}", self.streaming.lock()))
     }
     async fn get_attach(
         &self,
         _: &ContainerId,
-        _: bool,
-        _: bool,
-        _: bool,
-        _: bool,
+        stdin: bool,
+        stdout: bool,
+        stderr: bool,
+        tty: bool,
     ) -> anyhow::Result<String> {
-        Ok(format!("{}/attach/x", self.streaming.lock()))
+        let flags = flags([stdin, stdout, stderr, tty]);
+        Ok(format!("{}/attach/{flags}", self.streaming.lock()))
     }
     async fn get_port_forward(&self, sandbox: &str, _: &[i32]) -> anyhow::Result<String> {
         Ok(format!("{}/portforward/{sandbox}", self.streaming.lock()))
     }
+}
+
+/// The stdin, stdout, stderr and tty asked of the runtime, as `0`s and `1`s in the URL the
+/// fake streaming server echoes.
+fn flags(f: [bool; 4]) -> String {
+    f.iter().map(|&b| if b { '1' } else { '0' }).collect()
 }
 
 fn id() -> ContainerId {
@@ -123,6 +132,9 @@ impl HostInterface for StubHost {
             spec: Some(PodSpec {
                 containers: vec![Container {
                     name: "c".into(),
+                    // A terminal, which attach must ask the runtime for whatever the client
+                    // asked.
+                    tty: Some(true),
                     ..Default::default()
                 }],
                 ..Default::default()
@@ -407,9 +419,22 @@ async fn exec_and_port_forward_are_proxied_to_the_streaming_server() {
     for (path, want_line) in [
         (
             "/exec/ns/p/c?command=ls&command=-l&output=1",
-            "POST /exec/ls--l HTTP/1.1",
+            "POST /exec/ls--l/0100 HTTP/1.1",
         ),
-        ("/attach/ns/p/c?output=1&input=1", "POST /attach/x HTTP/1.1"),
+        // With a terminal stderr is not asked for (the runtime refuses both).
+        (
+            "/exec/ns/p/c?command=sh&output=1&error=1&tty=1",
+            "POST /exec/sh/0101 HTTP/1.1",
+        ),
+        // The container's terminal, not the client's choice.
+        (
+            "/attach/ns/p/c?output=1&input=1",
+            "POST /attach/1101 HTTP/1.1",
+        ),
+        (
+            "/attach/ns/p/c?output=1&error=1",
+            "POST /attach/0111 HTTP/1.1",
+        ),
         ("/portForward/ns/p", "POST /portforward/sb HTTP/1.1"),
     ] {
         let mut tcp = tokio::net::TcpStream::connect(f.addr).await.unwrap();
