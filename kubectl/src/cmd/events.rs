@@ -243,7 +243,7 @@ async fn watch(
                 rows.push(row(&object, args.all_namespaces));
                 aligner.align(&rows)
             }
-            OutputFormat::Json => printers::json::to_go_json(&object),
+            OutputFormat::Json => typed::to_json(&object),
             OutputFormat::Yaml => format!("{}---\n", printers::yaml::to_go_yaml(&object)),
             OutputFormat::Name => String::new(),
             OutputFormat::JsonPath(t) => t

@@ -27,6 +27,7 @@ pub mod label;
 pub mod logs;
 pub mod mutate;
 pub mod options;
+pub mod overrides;
 pub mod patch;
 pub mod plugin;
 pub mod portforward;
