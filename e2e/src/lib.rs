@@ -9,6 +9,7 @@ pub mod controller_manager;
 pub mod daemon;
 pub mod etcd;
 pub mod https;
+pub mod kcm_fixture;
 pub mod kubectl;
 pub mod kubectl_compare;
 pub mod kubelet;

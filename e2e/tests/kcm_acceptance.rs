@@ -3,62 +3,29 @@
 //! nodes), a task plays the kubelet (every new pod turns Running and Ready), and the user's side
 //! is the real kubectl.
 
-use e2e::apiserver::{ApiServer, Backend};
-use e2e::controller_manager::{ControllerManager, list, mark_pod_running_ready, wait_for};
-use e2e::kubectl::Kubectl;
+use e2e::apiserver::ApiServer;
+use e2e::controller_manager::{list, mark_pod_running_ready, wait_for};
+use e2e::kcm_fixture::KcmCluster as Cluster;
 use e2e::scheduler::{get, merge_patch};
 use serde_json::{Value, json};
-use std::sync::Arc;
 use std::time::Duration;
-use tempfile::TempDir;
 
 const CONTROLLERS: &str = "--controllers=*,-node-lifecycle-controller,-taint-eviction-controller,-pod-garbage-collector-controller";
 /// A finalizer of the test's own, holding a pod until the test lets it go.
 const HOLD: &str = "acceptance.example.com/hold";
 
-struct Cluster {
-    api: Arc<ApiServer>,
-    cm: ControllerManager,
-    kubelet: tokio::task::JoinHandle<()>,
-    kubectl: Kubectl,
-    _dir: TempDir,
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        self.kubelet.abort();
-        if std::thread::panicking() {
-            eprintln!(
-                "----- kube-controller-manager log -----\n{}",
-                self.cm.logs()
-            );
-        }
-    }
-}
-
 async fn cluster(extra: &[&str]) -> Cluster {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let api = Arc::new(
-        ApiServer::start(&dir.path().join("apiserver"), Backend::Embedded)
-            .await
-            .expect("apiserver"),
-    );
-    let root_ca = format!("--root-ca-file={}", api.ca_file().display());
-    let mut args = vec![CONTROLLERS, root_ca.as_str()];
-    args.extend_from_slice(extra);
-    let cm = ControllerManager::start(&dir.path().join("kcm"), &api, &args)
-        .await
-        .expect("kube-controller-manager");
-    let kubelet_api = api.clone();
-    let kubelet = tokio::spawn(async move { play_kubelet(&kubelet_api).await });
-    let kubectl = Kubectl::upstream(&dir.path().join("kubectl"), &api.url(), &api.ca_file());
-    Cluster {
-        api,
-        cm,
-        kubelet,
-        kubectl,
-        _dir: dir,
-    }
+    let mut c = Cluster::start_with(&[], &[], |api| {
+        let root_ca = format!("--root-ca-file={}", api.ca_file().display());
+        [CONTROLLERS, root_ca.as_str()]
+            .iter()
+            .chain(extra)
+            .map(|a| a.to_string())
+            .collect()
+    })
+    .await;
+    c.play_kubelet(async |api| play_kubelet(&api).await);
+    c
 }
 
 /// Makes every pending pod of every namespace Running and Ready.

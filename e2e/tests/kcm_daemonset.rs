@@ -3,16 +3,13 @@
 //! daemon pods stay unbound, pinned to their node by required node affinity), the test plays
 //! the kubelet (`mark_pod_running_ready`) and follows rollouts with the real kubectl.
 
-use e2e::apiserver::{ApiServer, Backend};
-use e2e::controller_manager::{
-    ControllerManager, list, mark_pod_finished, mark_pod_running_ready, wait_for,
-};
-use e2e::kubectl::Kubectl;
-use e2e::scheduler::{Node, create, create_namespace, get, merge_patch};
+use e2e::apiserver::ApiServer;
+use e2e::controller_manager::{list, mark_pod_finished, mark_pod_running_ready, wait_for};
+use e2e::kcm_fixture::KcmCluster as Cluster;
+use e2e::scheduler::{Node, create, get, merge_patch};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
-use tempfile::TempDir;
 
 const NS: &str = "ds";
 
@@ -26,33 +23,8 @@ const DEFAULT_TOLERATIONS: [(&str, &str); 6] = [
     ("node.kubernetes.io/unschedulable", "NoSchedule"),
 ];
 
-struct Cluster {
-    api: ApiServer,
-    cm: ControllerManager,
-    dir: TempDir,
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            eprintln!(
-                "----- kube-controller-manager log -----\n{}",
-                self.cm.logs()
-            );
-        }
-    }
-}
-
 async fn cluster() -> Cluster {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let api = ApiServer::start(&dir.path().join("apiserver"), Backend::Embedded)
-        .await
-        .expect("apiserver");
-    create_namespace(&api, NS).await;
-    let cm = ControllerManager::start(&dir.path().join("kcm"), &api, &["--controllers=daemonset"])
-        .await
-        .expect("kube-controller-manager");
-    Cluster { api, cm, dir }
+    Cluster::start(&[NS], &["--controllers=daemonset"]).await
 }
 
 fn daemonset(name: &str, node_selector: Value, tolerations: Value) -> Value {
@@ -304,7 +276,7 @@ async fn template_change_rolls_one_node_at_a_time() {
         }
     })
     .await;
-    let kubectl = Kubectl::upstream(c.dir.path(), &api.url(), &api.ca_file());
+    let kubectl = &c.kubectl;
     let out = kubectl.ok(&[
         "-n",
         NS,

@@ -3,16 +3,14 @@
 //! Running and Ready shortly after it appears, except pods of the `never-ready` image). The
 //! rollout commands are the real kubectl's.
 
-use e2e::apiserver::{ApiServer, Backend};
+use e2e::apiserver::ApiServer;
 use e2e::controller_manager::{ControllerManager, list, mark_pod_running_ready, wait_for};
-use e2e::kubectl::Kubectl;
+use e2e::kcm_fixture::KcmCluster as Cluster;
 use e2e::scheduler::{create, create_namespace, get, merge_patch};
 use e2e::secure::SecureCluster;
 use serde_json::{Value, json};
 use std::collections::{BTreeSet, HashMap};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tempfile::TempDir;
 
 const NS: &str = "apps";
 /// Pods of this image never become ready.
@@ -20,51 +18,10 @@ const NEVER_READY: &str = "never-ready";
 /// How long the fake kubelet takes to make a pod ready.
 const READY_AFTER: Duration = Duration::from_millis(300);
 
-struct Cluster {
-    api: Arc<ApiServer>,
-    cm: ControllerManager,
-    kubelet: tokio::task::JoinHandle<()>,
-    kubectl: Kubectl,
-    _dir: TempDir,
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        self.kubelet.abort();
-        if std::thread::panicking() {
-            eprintln!(
-                "----- kube-controller-manager log -----\n{}",
-                self.cm.logs()
-            );
-        }
-    }
-}
-
 async fn cluster() -> Cluster {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let api = Arc::new(
-        ApiServer::start(&dir.path().join("apiserver"), Backend::Embedded)
-            .await
-            .expect("apiserver"),
-    );
-    create_namespace(&api, NS).await;
-    let cm = ControllerManager::start(
-        &dir.path().join("kcm"),
-        &api,
-        &["--controllers=replicaset,deployment"],
-    )
-    .await
-    .expect("kube-controller-manager");
-    let kubelet_api = api.clone();
-    let kubelet = tokio::spawn(async move { play_kubelet(&kubelet_api).await });
-    let kubectl = Kubectl::for_apiserver(dir.path(), &api);
-    Cluster {
-        api,
-        cm,
-        kubelet,
-        kubectl,
-        _dir: dir,
-    }
+    let mut c = Cluster::start(&[NS], &["--controllers=replicaset,deployment"]).await;
+    c.play_kubelet(async |api| play_kubelet(&api).await);
+    c
 }
 
 /// Makes every pod Running and Ready `READY_AFTER` after it was first seen.

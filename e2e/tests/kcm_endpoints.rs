@@ -3,56 +3,20 @@
 //! `endpoint,endpointslice,endpointslicemirroring,disruption`; the test plays the kubelet
 //! (pod IPs and readiness) and reads the results through the API and the real kubectl.
 
-use e2e::apiserver::{ApiServer, Backend};
-use e2e::controller_manager::{ControllerManager, list, mark_pod_running_ready_with_ip, wait_for};
-use e2e::kubectl::Kubectl;
-use e2e::scheduler::{Node, create, create_namespace, get, merge_patch};
+use e2e::apiserver::ApiServer;
+use e2e::controller_manager::{list, mark_pod_running_ready_with_ip, wait_for};
+use e2e::kcm_fixture::KcmCluster as Cluster;
+use e2e::scheduler::{Node, create, get, merge_patch};
 use serde_json::{Value, json};
-use tempfile::TempDir;
 
 const HOLD: &str = "e2e.k8s.io/hold";
 
-struct Cluster {
-    api: ApiServer,
-    cm: ControllerManager,
-    dir: TempDir,
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            eprintln!(
-                "----- kube-controller-manager log -----\n{}",
-                self.cm.logs()
-            );
-        }
-    }
-}
-
 async fn cluster(ns: &str) -> Cluster {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let api = ApiServer::start(&dir.path().join("apiserver"), Backend::Embedded)
-        .await
-        .expect("apiserver");
-    create_namespace(&api, ns).await;
-    let cm = ControllerManager::start(
-        &dir.path().join("kcm"),
-        &api,
+    Cluster::start(
+        &[ns],
         &["--controllers=endpoint,endpointslice,endpointslicemirroring,disruption"],
     )
     .await
-    .expect("kube-controller-manager");
-    Cluster { api, cm, dir }
-}
-
-impl Cluster {
-    fn kubectl(&self) -> Kubectl {
-        Kubectl::upstream(
-            &self.dir.path().join("kubectl"),
-            &self.api.url(),
-            &self.api.ca_file(),
-        )
-    }
 }
 
 /// A pod labelled `app` whose container exposes `web-port` as `port`, on `node` when given.
@@ -382,7 +346,7 @@ async fn endpoints_and_slices_follow_pods() {
     )
     .await;
 
-    let kubectl = c.kubectl();
+    let kubectl = &c.kubectl;
     let out = kubectl.ok(&["get", "endpoints", "-n", ns]);
     assert!(
         out.contains("web") && out.contains("10.0.0.1:8080"),
@@ -672,7 +636,7 @@ async fn disruption_budgets_gate_evictions() {
     let (status, body) = evict(api, ns, "ghost-a").await;
     assert_eq!(status, 429, "{body}");
 
-    let out = c.kubectl().ok(&["get", "pdb", "-n", ns]);
+    let out = c.kubectl.ok(&["get", "pdb", "-n", ns]);
     let db_line = out
         .lines()
         .find(|l| l.starts_with("db "))

@@ -3,27 +3,20 @@
 //! `namespace,garbagecollector,resourcequota,clusterrole-aggregation`. Namespaces are deleted
 //! with the real kubectl; nothing here relies on the garbage collector.
 
-use e2e::apiserver::{ApiServer, Backend};
-use e2e::controller_manager::{ControllerManager, list, mark_pod_finished, wait_for};
-use e2e::kubectl::Kubectl;
+use e2e::apiserver::ApiServer;
+use e2e::controller_manager::{list, mark_pod_finished, wait_for};
+use e2e::kcm_fixture::KcmCluster;
 use e2e::scheduler::{create, create_namespace, get, merge_patch};
 use serde_json::{Value, json};
-use tempfile::TempDir;
 
-struct Cluster {
-    api: ApiServer,
-    cm: ControllerManager,
-    dir: TempDir,
-}
+/// The kcm fixture, with this suite's namespace helpers.
+struct Cluster(KcmCluster);
 
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            eprintln!(
-                "----- kube-controller-manager log -----\n{}",
-                self.cm.logs()
-            );
-        }
+impl std::ops::Deref for Cluster {
+    type Target = KcmCluster;
+
+    fn deref(&self) -> &KcmCluster {
+        &self.0
     }
 }
 
@@ -32,34 +25,21 @@ async fn cluster() -> Cluster {
 }
 
 async fn cluster_with(apiserver_flags: &[&str]) -> Cluster {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let mut flags = vec!["--disable-admission-plugins=ServiceAccount".to_string()];
-    flags.extend(apiserver_flags.iter().map(|f| f.to_string()));
-    let api = ApiServer::start_with(&dir.path().join("apiserver"), Backend::Embedded, &flags)
-        .await
-        .expect("apiserver");
-    let cm = ControllerManager::start(
-        &dir.path().join("kcm"),
-        &api,
-        &["--controllers=namespace,garbagecollector,resourcequota,clusterrole-aggregation"],
+    Cluster(
+        KcmCluster::start_with(apiserver_flags, &[], |_| {
+            vec![
+                "--controllers=namespace,garbagecollector,resourcequota,clusterrole-aggregation"
+                    .into(),
+            ]
+        })
+        .await,
     )
-    .await
-    .expect("kube-controller-manager");
-    Cluster { api, cm, dir }
 }
 
 impl Cluster {
-    fn kubectl(&self) -> Kubectl {
-        Kubectl::upstream(
-            &self.dir.path().join("kubectl"),
-            &self.api.url(),
-            &self.api.ca_file(),
-        )
-    }
-
     /// Deletes `ns` with the real kubectl without waiting (the test polls).
     fn delete_namespace(&self, ns: &str) {
-        self.kubectl()
+        self.kubectl
             .ok(&["delete", "namespace", ns, "--wait=false"]);
     }
 

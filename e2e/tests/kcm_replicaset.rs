@@ -2,49 +2,17 @@
 //! kube-controller-manager running `replicaset,replicationcontroller`; the test plays the
 //! kubelet (`mark_pod_running_ready`) and drives scaling through the API and the real kubectl.
 
-use e2e::apiserver::{ApiServer, Backend};
-use e2e::controller_manager::{
-    ControllerManager, list, mark_pod_finished, mark_pod_running_ready, wait_for,
-};
-use e2e::kubectl::Kubectl;
-use e2e::scheduler::{create, create_namespace, force_delete_pod, get, merge_patch};
+use e2e::apiserver::ApiServer;
+use e2e::controller_manager::{list, mark_pod_finished, mark_pod_running_ready, wait_for};
+use e2e::kcm_fixture::KcmCluster as Cluster;
+use e2e::scheduler::{create, force_delete_pod, get, merge_patch};
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
-use tempfile::TempDir;
 
 const NS: &str = "rs";
 
-struct Cluster {
-    api: ApiServer,
-    cm: ControllerManager,
-    dir: TempDir,
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            eprintln!(
-                "----- kube-controller-manager log -----\n{}",
-                self.cm.logs()
-            );
-        }
-    }
-}
-
 async fn cluster() -> Cluster {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let api = ApiServer::start(&dir.path().join("apiserver"), Backend::Embedded)
-        .await
-        .expect("apiserver");
-    create_namespace(&api, NS).await;
-    let cm = ControllerManager::start(
-        &dir.path().join("kcm"),
-        &api,
-        &["--controllers=replicaset,replicationcontroller"],
-    )
-    .await
-    .expect("kube-controller-manager");
-    Cluster { api, cm, dir }
+    Cluster::start(&[NS], &["--controllers=replicaset,replicationcontroller"]).await
 }
 
 fn template(app: &str) -> Value {
@@ -251,7 +219,7 @@ async fn replicaset_scales_adopts_releases_and_reports_status() {
     assert_ne!(name(&fresh[0]), "orphan");
 
     // The real kubectl scales through the scale subresource.
-    let kubectl = Kubectl::upstream(c.dir.path(), &api.url(), &api.ca_file());
+    let kubectl = &c.kubectl;
     kubectl.ok(&["-n", NS, "scale", "rs/web", "--replicas=5"]);
     let five = wait_for_owned_pods(api, "web", &uid, 5).await;
     let names: BTreeSet<String> = five.iter().map(name).collect();

@@ -3,46 +3,16 @@
 //! creation, claims, ordered scale-down, the partitioned rolling update and the real kubectl's
 //! `rollout status` / `rollout history`.
 
-use e2e::apiserver::{ApiServer, Backend};
-use e2e::controller_manager::{ControllerManager, list, mark_pod_running_ready, wait_for};
-use e2e::kubectl::Kubectl;
-use e2e::scheduler::{create, create_namespace, get, merge, merge_patch};
+use e2e::apiserver::ApiServer;
+use e2e::controller_manager::{list, mark_pod_running_ready, wait_for};
+use e2e::kcm_fixture::KcmCluster as Cluster;
+use e2e::scheduler::{create, get, merge, merge_patch};
 use serde_json::{Value, json};
-use tempfile::TempDir;
 
 const NS: &str = "sts";
 
-struct Cluster {
-    api: ApiServer,
-    cm: ControllerManager,
-    dir: TempDir,
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            eprintln!(
-                "----- kube-controller-manager log -----\n{}",
-                self.cm.logs()
-            );
-        }
-    }
-}
-
 async fn cluster() -> Cluster {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let api = ApiServer::start(&dir.path().join("apiserver"), Backend::Embedded)
-        .await
-        .expect("apiserver");
-    create_namespace(&api, NS).await;
-    let cm = ControllerManager::start(
-        &dir.path().join("kcm"),
-        &api,
-        &["--controllers=statefulset"],
-    )
-    .await
-    .expect("kube-controller-manager");
-    Cluster { api, cm, dir }
+    Cluster::start(&[NS], &["--controllers=statefulset"]).await
 }
 
 fn set_path() -> String {
@@ -248,7 +218,7 @@ async fn ordered_ready_creation_scale_down_and_partitioned_rollout() {
         assert!(get(api, &path).await.is_some(), "claim data-web-{n}");
     }
 
-    let kubectl = Kubectl::upstream(c.dir.path(), &api.url(), &api.ca_file());
+    let kubectl = &c.kubectl;
     let out = kubectl.ok(&[
         "-n",
         NS,
