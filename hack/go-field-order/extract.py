@@ -26,6 +26,7 @@ KEEP = {  # Go package path prefix -> short prefix in the output
     "k8s.io/apimachinery/pkg/runtime": "runtime",
     "k8s.io/apimachinery/pkg/api/resource": "resource",
     "k8s.io/apimachinery/pkg/util/intstr": "intstr",
+    "k8s.io/apimachinery/pkg/version": "version",
 }
 # Types with their own MarshalJSON: the struct's fields say nothing about their JSON.
 SELF_MARSHALLED = {

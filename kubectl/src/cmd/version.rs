@@ -1,6 +1,7 @@
 //! `kubectl version`: the client's version and, unless `--client`, the server's.
 
 use crate::app::options::GlobalOptions;
+use crate::printers::go_struct;
 use clap::{Args, ValueEnum};
 use k8s_openapi::apimachinery::pkg::version::Info;
 use serde::Serialize;
@@ -32,10 +33,25 @@ struct Versions {
     server_version: Option<Info>,
 }
 
+/// The versions in Go's field order, as upstream's `-o json` writes its `version.Info`s.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct OrderedVersions<'a> {
+    client_version: go_struct::Ordered<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    server_version: Option<go_struct::Ordered<'a>>,
+}
+
 /// Prints the versions; a server that cannot be reached is an error after the client's version.
 pub async fn run(global: &GlobalOptions, args: &VersionArgs) -> anyhow::Result<()> {
+    let mut client_version = component_base::version::info();
+    // Emulation and compatibility versions describe a server; upstream's client leaves them out.
+    client_version.emulation_major = None;
+    client_version.emulation_minor = None;
+    client_version.min_compatibility_major = None;
+    client_version.min_compatibility_minor = None;
     let mut versions = Versions {
-        client_version: component_base::version::info(),
+        client_version,
         server_version: None,
     };
     let server_error = if args.client {
@@ -50,8 +66,22 @@ pub async fn run(global: &GlobalOptions, args: &VersionArgs) -> anyhow::Result<(
         }
     };
     match args.output {
-        Some(Output::Json) => println!("{}", serde_json::to_string_pretty(&versions)?),
-        Some(Output::Yaml) => print!("{}", serde_yaml::to_string(&versions)?),
+        Some(Output::Json) => {
+            let client = serde_json::to_value(&versions.client_version)?;
+            let server = versions
+                .server_version
+                .as_ref()
+                .map(serde_json::to_value)
+                .transpose()?;
+            let ordered = OrderedVersions {
+                client_version: go_struct::ordered_as("version.Info", &client),
+                server_version: server
+                    .as_ref()
+                    .map(|s| go_struct::ordered_as("version.Info", s)),
+            };
+            println!("{}", serde_json::to_string_pretty(&ordered)?)
+        }
+        Some(Output::Yaml) => println!("{}", serde_yaml::to_string(&versions)?),
         None => {
             println!("Client Version: {}", versions.client_version.git_version);
             if let Some(server) = &versions.server_version {

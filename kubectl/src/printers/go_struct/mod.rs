@@ -8,7 +8,8 @@
 mod encode;
 mod table;
 
-use encode::{Ordered, encode_struct};
+pub use encode::Ordered;
+use encode::encode_struct;
 use serde_json::Value;
 use std::borrow::Cow;
 
@@ -23,6 +24,12 @@ pub fn to_go_json(object: &Value) -> String {
 /// and unknown fields dropped (keys sorted again).
 pub fn as_typed(object: &Value) -> Value {
     serde_json::to_value(ordered(object)).unwrap_or_else(|_| object.clone())
+}
+
+/// `value` encoded as Go struct `name` (a key of `order.txt`, e.g. `version.Info`), for
+/// documents that carry no kind.
+pub fn ordered_as<'a>(name: &str, value: &'a Value) -> Ordered<'a> {
+    encode_struct(name, value.as_object())
 }
 
 fn ordered(object: &Value) -> Ordered<'_> {
