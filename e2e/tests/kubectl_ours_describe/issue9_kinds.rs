@@ -4,8 +4,7 @@
 //! the request): ours against upstream's on the same objects, compared as the other cases are.
 
 use super::{NODE, check, events_yaml};
-use e2e::kubectl_compare::Comparison;
-use e2e::secure::SecureCluster;
+use e2e::kubectl_compare::Fixture;
 
 const NAMESPACED: &str = r#"
 apiVersion: v1
@@ -264,14 +263,8 @@ fn csr_yaml(name: &str, meta: &str, request: &str, signer: &str, extra: &str) ->
 
 #[tokio::test(flavor = "multi_thread")]
 async fn network_autoscaling_storage_and_csr_describers_match_upstream() {
-    let cluster = SecureCluster::start(&[]).await;
+    let Fixture { cluster, cmp } = Fixture::start("describe9").await;
     let dir = cluster.dir().to_path_buf();
-    let cmp = Comparison::new(
-        &dir,
-        &cluster.server.url(),
-        &cluster.server.ca_file(),
-        "describe9",
-    );
     let kubectl = &cmp.upstream;
     let write = |name: &str, text: &str| {
         let path = dir.join(name);
