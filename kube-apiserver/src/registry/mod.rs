@@ -2,6 +2,7 @@
 //! resource by its `Strategy`, over the storage `Backend`.
 
 pub mod admission;
+pub mod ephemeral;
 pub mod error;
 pub mod fields;
 pub mod keys;

@@ -392,7 +392,12 @@ impl ResourceStore {
                 if let Some(tracker) = &self.tracker {
                     tracker.track(&mut new, Some(old));
                 }
-                let errs = validate::on_update(&self.strategy, &new, old);
+                let errs = match part {
+                    Part::EphemeralContainers => {
+                        super::ephemeral::validate_update(&self.strategy, &new, old)
+                    }
+                    _ => validate::on_update(&self.strategy, &new, old),
+                };
                 if !errs.is_empty() {
                     return Err(self.invalid(name, errs));
                 }

@@ -33,6 +33,9 @@ pub enum Part {
     /// together in one update that pod update validation (which forbids nodeName changes)
     /// does not see, as upstream's binding storage.
     Binding,
+    /// The pod `ephemeralcontainers` subresource: only `spec.ephemeralContainers`, checked by
+    /// [`super::ephemeral`] instead of pod update validation (which forbids any spec change).
+    EphemeralContainers,
 }
 
 /// Kinds whose spec changes bump `metadata.generation` upstream.
@@ -171,6 +174,20 @@ impl Strategy {
                         Some(status) => map.insert("status".into(), status.clone()),
                         None => map.remove("status"),
                     };
+                }
+            }
+            Part::EphemeralContainers => {
+                let ephemeral = new.pointer("/spec/ephemeralContainers").cloned();
+                let rv = new.pointer("/metadata/resourceVersion").cloned();
+                *new = old.clone();
+                if let Some(spec) = new.get_mut("spec").and_then(Value::as_object_mut) {
+                    match ephemeral {
+                        Some(list) => spec.insert("ephemeralContainers".into(), list),
+                        None => spec.remove("ephemeralContainers"),
+                    };
+                }
+                if let Some(rv) = rv {
+                    meta_mut(new).insert("resourceVersion".into(), rv);
                 }
             }
             Part::Main | Part::Binding => {}

@@ -216,6 +216,10 @@ where
             let object = call.store.get(namespace, call.name()).await?;
             call.object_response(StatusCode::OK, object).await
         }
+        ("get", "ephemeralcontainers") if is_pods(info) => {
+            let object = call.store.get(namespace, call.name()).await?;
+            call.object_response(StatusCode::OK, object).await
+        }
         ("list", "") => list(&call).await,
         ("watch", "") => watch::serve(&call).await,
         ("create", "") => {
@@ -301,6 +305,25 @@ where
                 &warnings,
             ))
         }
+        // `kubectl debug` adds its container with a strategic merge patch here.
+        ("patch", "ephemeralcontainers") if is_pods(info) => {
+            let (patched, status, warnings) = patch(&call, body, Part::EphemeralContainers).await?;
+            Ok(with_warnings(
+                call.object_response(status, patched).await?,
+                &warnings,
+            ))
+        }
+        ("update", "ephemeralcontainers") if is_pods(info) => {
+            let (object, warnings) = read_object(&call, body).await?;
+            let updated = call
+                .store
+                .update(namespace, call.name(), object, Part::EphemeralContainers)
+                .await?;
+            Ok(with_warnings(
+                call.object_response(StatusCode::OK, updated).await?,
+                &warnings,
+            ))
+        }
         ("delete", "") => delete(&call, body).await,
         ("deletecollection", "") => delete_collection(&call, body).await,
         (_, "scale") => subresources::scale(&call, body).await,
@@ -341,6 +364,10 @@ where
             Err(ApiError::method_not_supported(info.group, &resource, verb))
         }
     }
+}
+
+fn is_pods(info: &ResourceInfo) -> bool {
+    info.group.is_empty() && info.plural == "pods"
 }
 
 fn request_namespace<'a>(call: &'a Call<'_>) -> &'a str {

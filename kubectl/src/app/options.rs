@@ -113,6 +113,8 @@ pub enum Command {
     Cp(crate::cmd::cp::CpArgs),
     /// Run a proxy to the Kubernetes API server
     Proxy(crate::cmd::proxy::ProxyArgs),
+    /// Create debugging sessions for troubleshooting workloads and nodes
+    Debug(crate::cmd::debug::DebugArgs),
 }
 
 /// Flags every command takes (upstream's `kubectl options`).

@@ -91,6 +91,7 @@ pub fn main() -> ExitCode {
             Command::PortForward(args) => crate::cmd::portforward::run(&cli.global, args).await,
             Command::Cp(args) => crate::cmd::cp::run(&cli.global, args).await,
             Command::Proxy(args) => crate::cmd::proxy::run(&cli.global, args).await,
+            Command::Debug(args) => crate::cmd::debug::run(&cli.global, args).await,
         }
     });
     match result {

@@ -13,6 +13,7 @@ pub mod config;
 pub mod cordon;
 pub mod cp;
 pub mod create;
+pub mod debug;
 pub mod delete;
 pub mod describe;
 pub mod diff;

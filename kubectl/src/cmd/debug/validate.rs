@@ -1,0 +1,99 @@
+//! Upstream's `Complete` and `Validate` checks of the flags, with their messages.
+
+use super::DebugArgs;
+use super::image;
+
+/// pflag's `stringToString`: `k=v` pairs, comma separated, later keys winning.
+pub fn string_to_string(values: &[String], flag: &str) -> anyhow::Result<Vec<(String, String)>> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for value in values {
+        for item in value.split(',').filter(|i| !i.is_empty()) {
+            let Some((k, v)) = item.split_once('=') else {
+                anyhow::bail!(
+                    "invalid argument {value:?} for \"--{flag}\" flag: {item} must be formatted as key=value"
+                );
+            };
+            out.retain(|(old, _)| old != k);
+            out.push((k.to_owned(), v.to_owned()));
+        }
+    }
+    // Upstream ranges over a Go map (random order); sorted is one of its orders.
+    out.sort();
+    Ok(out)
+}
+
+/// Upstream's `Validate`, in its order; `Targeting container` is printed on the way.
+pub fn validate(
+    args: &DebugArgs,
+    set_images: &[(String, String)],
+    attach: bool,
+) -> anyhow::Result<()> {
+    let container = args.container.as_deref().unwrap_or("");
+    if attach && args.attach.is_some() && args.image.is_empty() && container.is_empty() {
+        anyhow::bail!(
+            "you must specify --container or create a new container using --image in order to attach."
+        );
+    }
+    if !args.copy_to.is_empty() {
+        if args.image.is_empty() && set_images.is_empty() && args.args.is_empty() {
+            anyhow::bail!("you must specify --image, --set-image or command arguments.");
+        }
+        if !args.args.is_empty() && container.is_empty() && args.image.is_empty() {
+            anyhow::bail!(
+                "you must specify an existing container or a new image when specifying args."
+            );
+        }
+    } else if args.replace {
+        anyhow::bail!("--replace may only be used with --copy-to.");
+    } else if args.same_node {
+        anyhow::bail!("--same-node may only be used with --copy-to.");
+    } else if !set_images.is_empty() {
+        anyhow::bail!("--set-image may only be used with --copy-to.");
+    } else if args.image.is_empty() {
+        anyhow::bail!("you must specify --image when not using --copy-to.");
+    }
+    if !args.image.is_empty() && !image::is_reference(&args.image) {
+        anyhow::bail!(
+            "invalid image name {:?}: invalid reference format",
+            args.image
+        );
+    }
+    if args.targets.is_empty() {
+        anyhow::bail!("NAME or filename is required for debug");
+    }
+    if !matches!(
+        args.image_pull_policy.as_str(),
+        "Always" | "IfNotPresent" | "Never" | ""
+    ) {
+        anyhow::bail!("invalid image pull policy: {}", args.image_pull_policy);
+    }
+    for (name, image) in set_images {
+        if !image::is_reference(image) {
+            anyhow::bail!(
+                "invalid image name {image:?} for container {name:?}: invalid reference format"
+            );
+        }
+    }
+    if !args.target.is_empty() {
+        if !args.copy_to.is_empty() {
+            anyhow::bail!(
+                "--target is incompatible with --copy-to. Use --share-processes instead."
+            );
+        }
+        if !args.quiet {
+            println!(
+                "Targeting container {:?}. If you don't see processes from this container it may be because the container runtime doesn't support this feature.",
+                args.target
+            );
+        }
+    }
+    if args.tty && !args.stdin {
+        anyhow::bail!("-i/--stdin is required for containers with -t/--tty=true");
+    }
+    if args.profile == "legacy" {
+        eprintln!(
+            "--profile=legacy is deprecated and will be removed in the future. It is recommended to explicitly specify a profile, for example \"--profile=general\"."
+        );
+    }
+    Ok(())
+}
