@@ -42,15 +42,7 @@ pub async fn upgrade(
             .collect_bytes()
             .await
             .unwrap_or_default();
-        let is_status = serde_json::from_slice::<serde_json::Value>(&body)
-            .is_ok_and(|v| v.get("kind").and_then(|k| k.as_str()) == Some("Status"));
-        if is_status {
-            return Err(ApiError::from_response(code, &body).into());
-        }
-        anyhow::bail!(
-            "unable to upgrade connection: {}",
-            String::from_utf8_lossy(&body).trim()
-        );
+        return Err(upgrade_failure(code, &body));
     }
     let chosen = response
         .headers()
@@ -63,4 +55,67 @@ pub async fn upgrade(
         .map_err(|err| anyhow::anyhow!("unable to upgrade connection: {err}"))?;
     let io = hyper_util::rt::TokioIo::new(upgraded);
     Ok((spdy::Session::start(io), chosen))
+}
+
+/// What upstream's SPDY client makes of a refused upgrade: the body decoded as a `Status`
+/// when client-go's universal decoder takes it, which reads YAML too, so a runtime's refusal
+/// passed on by the kubelet (`rpc error: code = X desc = Y`, a one-key map) is an empty
+/// `Status`; otherwise the body's text.
+fn upgrade_failure(code: u16, body: &[u8]) -> anyhow::Error {
+    let is_status = serde_json::from_slice::<serde_json::Value>(body)
+        .is_ok_and(|v| v.get("kind").and_then(|k| k.as_str()) == Some("Status"));
+    if is_status {
+        return ApiError::from_response(code, body).into();
+    }
+    if let Ok(serde_yaml::Value::Mapping(map)) = serde_yaml::from_slice(body) {
+        // A field of the wrong type fails Go's decoding, and the text is shown instead.
+        let text = |key: &str| match map.get(key) {
+            None | Some(serde_yaml::Value::Null) => Some(String::new()),
+            Some(serde_yaml::Value::String(s)) => Some(s.clone()),
+            Some(_) => None,
+        };
+        if let (Some(reason), Some(message)) = (text("reason"), text("message")) {
+            return ApiError {
+                code,
+                reason,
+                message,
+            }
+            .into();
+        }
+    }
+    anyhow::anyhow!(
+        "unable to upgrade connection: {}",
+        String::from_utf8_lossy(body).trim()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refused_upgrades_read_as_upstream() {
+        let cases: &[(&[u8], &str)] = &[
+            (
+                b"rpc error: code = InvalidArgument desc = tty and stderr cannot both be true\n",
+                "Error from server: ",
+            ),
+            (
+                b"container not found (\"c\")\n",
+                "error: unable to upgrade connection: container not found (\"c\")",
+            ),
+            (
+                b"error dialing: dial tcp 127.0.0.1:1: connect: connection refused",
+                "error: unable to upgrade connection: error dialing: dial tcp 127.0.0.1:1: connect: connection refused",
+            ),
+            (
+                br#"{"kind":"Status","message":"pods \"x\" not found","reason":"NotFound"}"#,
+                "Error from server (NotFound): pods \"x\" not found",
+            ),
+        ];
+        for (body, want) in cases {
+            let got = crate::errors::render(&upgrade_failure(500, body));
+            assert_eq!(got, *want, "{}", String::from_utf8_lossy(body));
+        }
+    }
 }
