@@ -379,8 +379,9 @@ async fn our_streaming_commands_match_upstream() {
         mask(c.raw("ours", &tty_script)),
     );
     // The remote `stty size` sometimes fails in the container ("No child processes", with
-    // either kubectl: the runtime races the first resize); when it answers, the size must be
-    // the local terminal's.
+    // either kubectl: containerd starts the process before it applies the first resize, and
+    // busybox's stty, finding 0 rows, prints the errno sh's wait left); when it answers, the
+    // size must be the local terminal's.
     // The exit codes are compared only when both runs' stty fared alike: the code may follow
     // stty's, and only one run losing that race is no difference between the kubectls.
     if up.1.contains("stty:") == ours.1.contains("stty:") {
