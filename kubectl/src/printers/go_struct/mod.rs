@@ -34,20 +34,20 @@ pub fn ordered_as<'a>(name: &str, value: &'a Value) -> Ordered<'a> {
 
 fn ordered(object: &Value) -> Ordered<'_> {
     // A List of typed objects: each item is its own struct.
-    if object.get("kind").and_then(Value::as_str) == Some("List") {
-        if let Some(items) = object.get("items").and_then(Value::as_array) {
-            return Ordered::Object(vec![
-                ("kind", leaf(&object["kind"])),
-                ("apiVersion", leaf(&object["apiVersion"])),
-                (
-                    "metadata",
-                    Ordered::Leaf(Cow::Owned(
-                        object.get("metadata").cloned().unwrap_or_default(),
-                    )),
-                ),
-                ("items", Ordered::Array(items.iter().map(ordered).collect())),
-            ]);
-        }
+    if object.get("kind").and_then(Value::as_str) == Some("List")
+        && let Some(items) = object.get("items").and_then(Value::as_array)
+    {
+        return Ordered::Object(vec![
+            ("kind", leaf(&object["kind"])),
+            ("apiVersion", leaf(&object["apiVersion"])),
+            (
+                "metadata",
+                Ordered::Leaf(Cow::Owned(
+                    object.get("metadata").cloned().unwrap_or_default(),
+                )),
+            ),
+            ("items", Ordered::Array(items.iter().map(ordered).collect())),
+        ]);
     }
     match struct_name(object) {
         Some(name) if table::fields(&name).is_some() => encode_struct(&name, object.as_object()),
