@@ -203,6 +203,26 @@ async fn templates_match_upstream() {
             "service/web",
             "{{- /* trims */ -}}   {{ .kind -}}   /   {{- .metadata.name }}",
         ),
+        (
+            "configmap/cfg",
+            "{{define \"pair\"}}[{{.}}]{{end}}{{range $k, $v := .data}}{{template \"pair\" $k}}{{end}} {{block \"labels\" .metadata.labels}}{{range $k, $v := .}}{{$k}}:{{$v}};{{end}}{{end}} {{template \"pair\"}}",
+        ),
+        (
+            "deployment/web",
+            "{{range .spec.template.spec.containers}}{{if eq .name \"nginx\"}}{{continue}}{{end}}{{.name}} {{end}}{{range $i, $c := .spec.template.spec.containers}}{{if $i}}{{break}}{{end}}{{$c.image}}{{end}}",
+        ),
+        (
+            "deployment/web",
+            "{{slice .metadata.name 1}} {{slice .spec.template.spec.containers 1}} {{js .spec.selector}} {{js \"a<b>&='x'\"}}",
+        ),
+        (
+            "configmap/cfg",
+            "{{len (slice .metadata.name 0 2)}} {{html \"<x>\"}} {{urlquery \"a b&c\"}} {{and 0 .nope.x}} {{or 1 .nope.x}} {{not .data}} {{print nil}} {{println 1 \"a\"}}",
+        ),
+        (
+            "deployment/web",
+            "{{eq .spec.replicas 3}} {{ne .kind \"Pod\"}} {{lt 1 2}} {{le 2 2}} {{gt 1.5 1.2}} {{ge \"b\" \"a\"}} {{eq .kind \"A\" \"Deployment\"}}",
+        ),
     ];
     for (object, template) in single {
         let output = format!("go-template={template}");
@@ -274,6 +294,85 @@ async fn templates_match_upstream() {
         "-o",
         "go-template={{.metadata.name}} {{len .metadata}}",
     ]);
+    // `--template` and `--allow-missing-template-keys` of every command with PrintFlags.
+    cmp.step(&[
+        "create",
+        "configmap",
+        "fresh",
+        "--from-literal=k=v",
+        "--dry-run=client",
+        "--template",
+        "{{.metadata.name}}={{.data.k}}",
+    ]);
+    cmp.step(&[
+        "label",
+        "configmap/other",
+        "extra=1",
+        "-o",
+        "go-template",
+        "--template={{.metadata.labels.extra}}/{{.metadata.name}}",
+    ]);
+    cmp.step(&[
+        "annotate",
+        "configmap/other",
+        "note=x",
+        "--template={{range $k, $v := .metadata.annotations}}{{$k}}={{$v}};{{end}}",
+    ]);
+    cmp.step(&[
+        "apply",
+        "-f",
+        &objects,
+        "--template={{.kind}}/{{.metadata.name}} ",
+    ]);
+    cmp.step(&[
+        "apply",
+        "-f",
+        &objects,
+        "-o",
+        "go-template",
+        "--template={{.kind}} {{range .items}}{{.metadata.name}} {{end}}",
+    ]);
+    cmp.step(&[
+        "scale",
+        "deployment/web",
+        "--replicas=2",
+        "--template={{.spec.replicas}}",
+    ]);
+    cmp.step(&[
+        "set",
+        "image",
+        "deployment/web",
+        "nginx=nginx:1.28",
+        "--dry-run=server",
+        "-o",
+        "template",
+        "--template={{range .spec.template.spec.containers}}{{.image}} {{end}}",
+    ]);
+    cmp.step(&[
+        "create",
+        "configmap",
+        "fresh",
+        "--from-literal=k=v",
+        "--dry-run=server",
+        "-o",
+        "yaml",
+        "--show-managed-fields",
+    ]);
+    let (success, stdout) = step_masked(
+        &cmp,
+        &[
+            "label",
+            "configmap/cfg",
+            "extra=3",
+            "--dry-run=client",
+            "--allow-missing-template-keys=false",
+            "--template={{.metadata.name}} {{.nope}}",
+        ],
+    );
+    assert!(
+        !success && stdout.contains("map has no entry for key"),
+        "{stdout}"
+    );
 
     // Errors: no template, an unreadable file, templates that do not parse.
     for bad in [
@@ -283,6 +382,13 @@ async fn templates_match_upstream() {
         vec!["-o", "go-template={{nofunc .x}}"],
         vec!["-o", "go-template={{if .x}}"],
         vec!["-o", "go-template={{$undefined}}"],
+        vec!["-o", "go-template={{break}}"],
+        vec!["-o", "go-template={{if 1}}{{define \"x\"}}{{end}}{{end}}"],
+        vec![
+            "-o",
+            "go-template={{define \"a\"}}1{{end}}{{define \"a\"}}2{{end}}",
+        ],
+        vec!["-o", "go-template={{block \"b\"}}{{end}}"],
     ] {
         let mut args = vec!["get", "configmap/cfg"];
         args.extend(bad);
@@ -303,6 +409,27 @@ async fn templates_match_upstream() {
         ("{{index .data 3}}", "--allow-missing-template-keys=true"),
         (
             "{{.data.number | base64decode}}",
+            "--allow-missing-template-keys=true",
+        ),
+        (
+            "{{template \"nope\" .}}",
+            "--allow-missing-template-keys=true",
+        ),
+        (
+            "{{define \"T\"}}{{.metadata.name.z}}{{end}}{{template \"T\" .}}",
+            "--allow-missing-template-keys=true",
+        ),
+        (
+            "{{call .metadata.name}}",
+            "--allow-missing-template-keys=true",
+        ),
+        (
+            "{{slice .metadata.name 3 1}}",
+            "--allow-missing-template-keys=true",
+        ),
+        ("{{lt .data 1}}", "--allow-missing-template-keys=true"),
+        (
+            "{{eq .metadata.name 1}}",
             "--allow-missing-template-keys=true",
         ),
     ] {

@@ -7,7 +7,7 @@ mod last_applied;
 mod prune;
 mod server_side;
 
-use super::mutate::{self, DryRun};
+use super::mutate::DryRun;
 use crate::app::options::GlobalOptions;
 use crate::discovery::ApiResource;
 use crate::errors::Reported;
@@ -32,9 +32,8 @@ pub struct ApplyArgs {
     /// Process the directory used in -f, --filename recursively.
     #[arg(short = 'R', long)]
     pub recursive: bool,
-    /// Output format. One of: (json, yaml, name, jsonpath, ...).
-    #[arg(short = 'o', long, value_name = "string")]
-    pub output: Option<String>,
+    #[command(flatten)]
+    pub print: crate::cmd::print_flags::PrintFlags,
     /// Must be "none", "server", or "client".
     #[arg(long, value_name = "string", num_args = 0..=1, default_missing_value = "client")]
     pub dry_run: Option<String>,
@@ -116,7 +115,7 @@ pub async fn run(global: &GlobalOptions, args: &ApplyArgs) -> anyhow::Result<()>
         .map(api_types::labels::Selector::parse)
         .transpose()
         .map_err(|e| anyhow::anyhow!("{e}"))?;
-    let format = mutate::output_format(args.output.as_deref())?;
+    let format = args.print.format()?;
     let factory = Factory::new(global).await?;
     let ctx = Run {
         factory: &factory,
@@ -146,8 +145,13 @@ pub async fn run(global: &GlobalOptions, args: &ApplyArgs) -> anyhow::Result<()>
         anyhow::bail!("no objects passed to apply");
     }
 
-    let printing = format.as_ref().filter(|f| !matches!(f, OutputFormat::Name));
-    let mut reporter = mutate::Reporter::new(format.clone());
+    // Upstream gathers the objects only when -o names a format: `--template` alone prints
+    // each object as it is applied.
+    let printing = format.as_ref().filter(|f| {
+        !matches!(f, OutputFormat::Name)
+            && args.print.output.as_deref().is_some_and(|o| !o.is_empty())
+    });
+    let mut reporter = args.print.reporter_for(format.clone());
     let mut printed: Vec<(ApiResource, Value)> = Vec::new();
     let mut visited = prune::Visited::default();
     let mut errors = Vec::new();

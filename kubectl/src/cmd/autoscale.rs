@@ -1,7 +1,7 @@
 //! `kubectl autoscale`: an autoscaling/v2 HorizontalPodAutoscaler for each scalable object
 //! (`--min`, `--max`, `--cpu-percent`, `--name`), printed as `... autoscaled`.
 
-use super::mutate::{self, DryRun};
+use super::mutate::DryRun;
 use crate::app::options::GlobalOptions;
 use crate::cmd::set::objects;
 use crate::factory::Factory;
@@ -35,9 +35,8 @@ pub struct AutoscaleArgs {
     /// Process the directory used in -f, --filename recursively.
     #[arg(short = 'R', long)]
     pub recursive: bool,
-    /// Output format. One of: (json, yaml, name, jsonpath, ...).
-    #[arg(short = 'o', long, value_name = "string")]
-    pub output: Option<String>,
+    #[command(flatten)]
+    pub print: crate::cmd::print_flags::PrintFlags,
     /// Must be "none", "server", or "client".
     #[arg(long, value_name = "string", num_args = 0..=1, default_missing_value = "client")]
     pub dry_run: Option<String>,
@@ -99,7 +98,7 @@ pub async fn run(global: &GlobalOptions, args: &AutoscaleArgs) -> anyhow::Result
         );
     }
     let dry_run = DryRun::parse(args.dry_run.as_deref())?;
-    let mut reporter = mutate::Reporter::new(mutate::output_format(args.output.as_deref())?);
+    let mut reporter = args.print.reporter()?;
     let factory = Factory::new(global).await?;
     let sel = Selection {
         filenames: args.filenames.clone(),

@@ -31,9 +31,8 @@ pub struct CreateArgs {
     /// Process the directory used in -f, --filename recursively.
     #[arg(short = 'R', long)]
     pub recursive: bool,
-    /// Output format. One of: (json, yaml, name, jsonpath, jsonpath-file, custom-columns...).
-    #[arg(short = 'o', long, value_name = "string")]
-    pub output: Option<String>,
+    #[command(flatten)]
+    pub print: crate::cmd::print_flags::PrintFlags,
     /// Must be "none", "server", or "client".
     #[arg(long, value_name = "string", num_args = 0..=1, default_missing_value = "client")]
     pub dry_run: Option<String>,
@@ -54,7 +53,7 @@ pub async fn run(global: &GlobalOptions, args: &CreateArgs) -> anyhow::Result<()
             "must specify one of -f and -k\n\nerror: Unexpected args: []\nSee 'kubectl create -h' for help and examples"
         );
     }
-    let format = mutate::output_format(args.output.as_deref())?;
+    let format = args.print.format()?;
     let dry_run = DryRun::parse(args.dry_run.as_deref())?;
     let validation = match args.validate.as_str() {
         "strict" | "true" => "Strict",
@@ -74,7 +73,7 @@ pub async fn run(global: &GlobalOptions, args: &CreateArgs) -> anyhow::Result<()
     if resolved.infos.is_empty() {
         anyhow::bail!("no objects passed to create");
     }
-    let mut reporter = mutate::Reporter::new(format);
+    let mut reporter = args.print.reporter_for(format);
     let mut errors = Vec::new();
     for info in &resolved.infos {
         let object = info.object.clone().unwrap_or_default();

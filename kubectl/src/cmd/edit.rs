@@ -29,9 +29,8 @@ pub struct EditArgs {
     /// Process the directory used in -f, --filename recursively.
     #[arg(short = 'R', long)]
     pub recursive: bool,
-    /// Output format. One of: (json, yaml, name, jsonpath, ...).
-    #[arg(short = 'o', long, value_name = "string")]
-    pub output: Option<String>,
+    #[command(flatten)]
+    pub print: crate::cmd::print_flags::PrintFlags,
     /// Output the patch if the resource is edited.
     #[arg(long)]
     pub output_patch: bool,
@@ -58,7 +57,7 @@ pub async fn run(global: &GlobalOptions, args: &EditArgs) -> anyhow::Result<()> 
 }
 
 pub async fn run_mode(global: &GlobalOptions, args: &EditArgs, mode: Mode) -> anyhow::Result<()> {
-    let format = mutate::output_format(args.output.as_deref())?;
+    let format = args.print.format()?;
     let factory = Factory::new(global).await?;
     let sel = Selection {
         filenames: args.filenames.clone(),

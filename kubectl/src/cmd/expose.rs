@@ -47,9 +47,8 @@ pub struct ExposeArgs {
     /// If non-empty, set the session affinity for the service to this; legal values: 'None', 'ClientIP'
     #[arg(long, value_name = "string")]
     pub session_affinity: Option<String>,
-    /// Output format. One of: (json, yaml, name, jsonpath, ...).
-    #[arg(short = 'o', long, value_name = "string")]
-    pub output: Option<String>,
+    #[command(flatten)]
+    pub print: crate::cmd::print_flags::PrintFlags,
     /// Must be "none", "server", or "client".
     #[arg(long, value_name = "string", num_args = 0..=1, default_missing_value = "client")]
     pub dry_run: Option<String>,
@@ -231,7 +230,7 @@ pub fn service_for(kind: &str, object: &Value, args: &ExposeArgs) -> anyhow::Res
 
 pub async fn run(global: &GlobalOptions, args: &ExposeArgs) -> anyhow::Result<()> {
     let dry_run = DryRun::parse(args.dry_run.as_deref())?;
-    let mut reporter = mutate::Reporter::new(mutate::output_format(args.output.as_deref())?);
+    let mut reporter = args.print.reporter()?;
     if args.args.is_empty() && args.filenames.is_empty() {
         anyhow::bail!(
             "You must provide one or more resources by argument or filename.\nExample resource specifications include:\n   '-f rsrc.yaml'\n   '--filename=rsrc.json'\n   '<resource> <name>'\n   '<resource>'"
@@ -310,7 +309,7 @@ mod tests {
             external_ip: None,
             cluster_ip: None,
             session_affinity: None,
-            output: None,
+            print: Default::default(),
             dry_run: None,
             field_manager: String::new(),
         }

@@ -40,9 +40,8 @@ pub struct LabelArgs {
     /// If non-empty, the update will only succeed if this is the current resource-version.
     #[arg(long, value_name = "string")]
     pub resource_version: Option<String>,
-    /// Output format. One of: (json, yaml, name, jsonpath, ...).
-    #[arg(short = 'o', long, value_name = "string")]
-    pub output: Option<String>,
+    #[command(flatten)]
+    pub print: crate::cmd::print_flags::PrintFlags,
     /// Must be "none", "server", or "client".
     #[arg(long, value_name = "string", num_args = 0..=1, default_missing_value = "client")]
     pub dry_run: Option<String>,
@@ -128,7 +127,7 @@ pub async fn run(global: &GlobalOptions, args: &LabelArgs, field: Field) -> anyh
         anyhow::bail!("at least one {noun} update is required");
     }
     let dry_run = DryRun::parse(args.dry_run.as_deref())?;
-    let mut reporter = mutate::Reporter::new(mutate::output_format(args.output.as_deref())?);
+    let mut reporter = args.print.reporter()?;
     let factory = Factory::new(global).await?;
     let sel = Selection {
         filenames: args.filenames.clone(),

@@ -32,6 +32,7 @@ pub mod overrides;
 pub mod patch;
 pub mod plugin;
 pub mod portforward;
+pub mod print_flags;
 pub mod proxy;
 pub mod replace;
 pub mod rollout;

@@ -2,7 +2,7 @@
 //! YAML, or `--patch-file`) applied to named objects or those of `-f`; `(no change)` when the
 //! object came back as it was.
 
-use super::mutate::{self, DryRun};
+use super::mutate::DryRun;
 use crate::app::options::GlobalOptions;
 use crate::errors::Reported;
 use crate::factory::Factory;
@@ -30,9 +30,8 @@ pub struct PatchArgs {
     /// Process the directory used in -f, --filename recursively.
     #[arg(short = 'R', long)]
     pub recursive: bool,
-    /// Output format. One of: (json, yaml, name, jsonpath, ...).
-    #[arg(short = 'o', long, value_name = "string")]
-    pub output: Option<String>,
+    #[command(flatten)]
+    pub print: crate::cmd::print_flags::PrintFlags,
     /// Must be "none", "server", or "client".
     #[arg(long, value_name = "string", num_args = 0..=1, default_missing_value = "client")]
     pub dry_run: Option<String>,
@@ -65,7 +64,7 @@ pub async fn run(global: &GlobalOptions, args: &PatchArgs) -> anyhow::Result<()>
         .map_err(|err| anyhow::anyhow!("unable to parse \"{text}\": {err}"))?;
     let body = serde_json::to_vec(&patch)?;
     let dry_run = DryRun::parse(args.dry_run.as_deref())?;
-    let mut reporter = mutate::Reporter::new(mutate::output_format(args.output.as_deref())?);
+    let mut reporter = args.print.reporter()?;
     let factory = Factory::new(global).await?;
     let sel = Selection {
         filenames: args.filenames.clone(),

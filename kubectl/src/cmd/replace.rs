@@ -18,9 +18,8 @@ pub struct ReplaceArgs {
     /// Process the directory used in -f, --filename recursively.
     #[arg(short = 'R', long)]
     pub recursive: bool,
-    /// Output format. One of: (json, yaml, name, jsonpath, ...).
-    #[arg(short = 'o', long, value_name = "string")]
-    pub output: Option<String>,
+    #[command(flatten)]
+    pub print: crate::cmd::print_flags::PrintFlags,
     /// Must be "none", "server", or "client".
     #[arg(long, value_name = "string", num_args = 0..=1, default_missing_value = "client")]
     pub dry_run: Option<String>,
@@ -33,7 +32,7 @@ pub async fn run(global: &GlobalOptions, args: &ReplaceArgs) -> anyhow::Result<(
     if args.filenames.is_empty() {
         anyhow::bail!("must specify --filename to replace");
     }
-    let mut reporter = mutate::Reporter::new(mutate::output_format(args.output.as_deref())?);
+    let mut reporter = args.print.reporter()?;
     let dry_run = DryRun::parse(args.dry_run.as_deref())?;
     let factory = Factory::new(global).await?;
     let sel = Selection {

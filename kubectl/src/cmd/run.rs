@@ -4,7 +4,7 @@
 
 mod session;
 
-use super::mutate::{self, DryRun};
+use super::mutate::DryRun;
 use crate::app::options::GlobalOptions;
 use crate::factory::Factory;
 use crate::resource;
@@ -63,9 +63,8 @@ pub struct RunArgs {
     /// Service account to set in the pod spec.
     #[arg(long, value_name = "string")]
     pub serviceaccount: Option<String>,
-    /// Output format. One of: (json, yaml, name, jsonpath, ...).
-    #[arg(short = 'o', long, value_name = "string")]
-    pub output: Option<String>,
+    #[command(flatten)]
+    pub print: crate::cmd::print_flags::PrintFlags,
     /// Must be "none", "server", or "client".
     #[arg(long, value_name = "string", num_args = 0..=1, default_missing_value = "client")]
     pub dry_run: Option<String>,
@@ -204,7 +203,7 @@ pub async fn run(global: &GlobalOptions, args: &RunArgs) -> anyhow::Result<()> {
         true => Some(service(name, &pod, args.port.as_deref().unwrap_or(""))?),
         false => None,
     };
-    let mut reporter = mutate::Reporter::new(mutate::output_format(args.output.as_deref())?);
+    let mut reporter = args.print.reporter()?;
     let factory = Factory::new(global).await?;
     let mapper = factory.discovery().mapper().await?;
     // Upstream creates the pod first, then creates and prints the service, and prints the pod
@@ -215,7 +214,7 @@ pub async fn run(global: &GlobalOptions, args: &RunArgs) -> anyhow::Result<()> {
         let (res, object) = send(&factory, &mapper, service, dry_run, &args.field_manager).await?;
         reporter.report(&res, &object, "created", dry_run)?;
         created.push((res, object));
-        if args.output.as_deref() == Some("yaml") && !attach {
+        if args.print.output.as_deref() == Some("yaml") && !attach {
             println!("---");
         }
     }

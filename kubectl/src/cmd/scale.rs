@@ -36,9 +36,8 @@ pub struct ScaleArgs {
     /// Select all resources in the namespace of the specified resource types
     #[arg(long)]
     pub all: bool,
-    /// Output format. One of: (json, yaml, name, jsonpath, ...).
-    #[arg(short = 'o', long, value_name = "string")]
-    pub output: Option<String>,
+    #[command(flatten)]
+    pub print: crate::cmd::print_flags::PrintFlags,
     /// Must be "none", "server", or "client".
     #[arg(long, value_name = "string", num_args = 0..=1, default_missing_value = "client")]
     pub dry_run: Option<String>,
@@ -53,7 +52,7 @@ pub async fn run(global: &GlobalOptions, args: &ScaleArgs) -> anyhow::Result<()>
         "The --replicas=COUNT flag is required, and COUNT must be greater than or equal to 0"
     );
     let dry_run = DryRun::parse(args.dry_run.as_deref())?;
-    let mut reporter = mutate::Reporter::new(mutate::output_format(args.output.as_deref())?);
+    let mut reporter = args.print.reporter()?;
     let factory = Factory::new(global).await?;
     let sel = Selection {
         filenames: args.filenames.clone(),
@@ -109,8 +108,10 @@ pub async fn run(global: &GlobalOptions, args: &ScaleArgs) -> anyhow::Result<()>
                     "Expected resource version to be {want}, was {have}"
                 );
             }
+            // Upstream prints the object as it read it, before the scale.
+            let object = factory.get(&info.path()).await?;
             if dry_run == DryRun::Client {
-                return factory.get(&info.path()).await;
+                return Ok(object);
             }
             let mut patch = json!({"spec": {"replicas": replicas}});
             if let Some(rv) = &args.resource_version {
@@ -126,7 +127,7 @@ pub async fn run(global: &GlobalOptions, args: &ScaleArgs) -> anyhow::Result<()>
                 )
                 .await?;
             // The line names the scaled object, not the Scale.
-            factory.get(&info.path()).await
+            Ok(object)
         }
         .await;
         match result {

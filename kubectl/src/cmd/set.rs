@@ -10,7 +10,7 @@ pub mod selector;
 pub mod subject;
 pub mod typed;
 
-use super::mutate::{self, DryRun};
+use super::mutate::DryRun;
 use crate::app::options::GlobalOptions;
 use crate::errors::Reported;
 use crate::factory::Factory;
@@ -62,9 +62,8 @@ pub struct CommonArgs {
     /// If true, set will NOT contact api-server but run locally.
     #[arg(long)]
     pub local: bool,
-    /// Output format. One of: (json, yaml, name, jsonpath, ...).
-    #[arg(short = 'o', long, value_name = "string")]
-    pub output: Option<String>,
+    #[command(flatten)]
+    pub print: crate::cmd::print_flags::PrintFlags,
     /// Must be "none", "server", or "client".
     #[arg(long, value_name = "string", num_args = 0..=1, default_missing_value = "client")]
     pub dry_run: Option<String>,
@@ -121,7 +120,7 @@ where
     F: FnMut(&Target, &mut Value) -> Outcome,
 {
     let dry_run = DryRun::parse(common.dry_run.as_deref())?;
-    let mut reporter = mutate::Reporter::new(mutate::output_format(common.output.as_deref())?);
+    let mut reporter = common.print.reporter()?;
     let factory = Factory::new(global).await?;
     let targets = objects::targets(&factory, resources, &common.selection(), common.local).await?;
     let mut errors = Vec::new();

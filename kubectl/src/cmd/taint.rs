@@ -26,9 +26,8 @@ pub struct TaintArgs {
     /// Select all nodes in the cluster
     #[arg(long)]
     pub all: bool,
-    /// Output format. One of: (json, yaml, name, jsonpath, ...).
-    #[arg(short = 'o', long, value_name = "string")]
-    pub output: Option<String>,
+    #[command(flatten)]
+    pub print: crate::cmd::print_flags::PrintFlags,
     /// Must be "none", "server", or "client".
     #[arg(long, value_name = "string", num_args = 0..=1, default_missing_value = "client")]
     pub dry_run: Option<String>,
@@ -230,7 +229,7 @@ pub async fn run(global: &GlobalOptions, args: &TaintArgs) -> anyhow::Result<()>
         );
     }
     let dry_run = DryRun::parse(args.dry_run.as_deref())?;
-    let format = mutate::output_format(args.output.as_deref())?;
+    let format = args.print.format()?;
     let factory = Factory::new(global).await?;
     let selector = if args.all {
         Some(String::new())
@@ -242,7 +241,8 @@ pub async fn run(global: &GlobalOptions, args: &TaintArgs) -> anyhow::Result<()>
             .await?;
     let mapper = factory.discovery().mapper().await?;
     let node_resource = mapper.resolve("nodes");
-    let mut reporter = mutate::Reporter::new(format);
+    let printing = format.is_some();
+    let mut reporter = args.print.reporter_for(format);
     for node in &nodes {
         let name = mutate::name_of(node);
         let old: Vec<Taint> = node
@@ -283,7 +283,7 @@ pub async fn run(global: &GlobalOptions, args: &TaintArgs) -> anyhow::Result<()>
                 .await?;
         }
         match &node_resource {
-            Some(r) if args.output.is_some() => reporter.report(r, &updated, &verb, dry_run)?,
+            Some(r) if printing => reporter.report(r, &updated, &verb, dry_run)?,
             // Upstream's taint prints no dry-run suffix.
             _ => println!("{}", node_line(node, &verb, DryRun::None)),
         }

@@ -5,7 +5,7 @@
 pub mod condition;
 
 use crate::app::options::GlobalOptions;
-use crate::cmd::mutate::{self, DryRun};
+use crate::cmd::mutate::DryRun;
 use crate::errors::ApiError;
 use crate::factory::Factory;
 use crate::resource::{self, Info, Selection};
@@ -51,9 +51,8 @@ pub struct WaitArgs {
     /// Process the directory used in -f, --filename recursively.
     #[arg(short = 'R', long)]
     pub recursive: bool,
-    /// Output format. One of: (json, yaml, name, jsonpath, ...).
-    #[arg(short = 'o', long, value_name = "string")]
-    pub output: Option<String>,
+    #[command(flatten)]
+    pub print: crate::cmd::print_flags::PrintFlags,
 }
 
 /// `--timeout`: `None` checks once; negative waits a week.
@@ -69,7 +68,7 @@ pub async fn run(global: &GlobalOptions, args: &WaitArgs) -> anyhow::Result<()> 
     let cond = condition::parse(&args.for_condition)?;
     let limit = timeout(&args.timeout)?;
     let deadline = limit.map(|d| Instant::now() + d);
-    let mut reporter = mutate::Reporter::new(mutate::output_format(args.output.as_deref())?);
+    let mut reporter = args.print.reporter()?;
     let factory = Factory::new(global).await?;
     let sel = Selection {
         filenames: args.filenames.clone(),

@@ -3,7 +3,7 @@
 
 use super::annotation::{self, LAST_APPLIED, last_applied};
 use crate::app::options::GlobalOptions;
-use crate::cmd::mutate::{self, DryRun};
+use crate::cmd::mutate::DryRun;
 use crate::errors::Reported;
 use crate::factory::Factory;
 use crate::printers;
@@ -52,9 +52,8 @@ pub struct SetArgs {
     /// Will create 'last-applied-configuration' annotations if current objects doesn't have one
     #[arg(long)]
     pub create_annotation: bool,
-    /// Output format. One of: (json, yaml, name, jsonpath, ...).
-    #[arg(short = 'o', long, value_name = "string")]
-    pub output: Option<String>,
+    #[command(flatten)]
+    pub print: crate::cmd::print_flags::PrintFlags,
     /// Must be "none", "server", or "client".
     #[arg(long, value_name = "string", num_args = 0..=1, default_missing_value = "client")]
     pub dry_run: Option<String>,
@@ -69,7 +68,7 @@ pub async fn run(global: &GlobalOptions, command: &LastAppliedCommand) -> anyhow
                 args: args.args.clone(),
                 filenames: args.filenames.clone(),
                 recursive: args.recursive,
-                output: None,
+                print: Default::default(),
                 output_patch: false,
                 field_manager: "kubectl-client-side-apply".to_owned(),
             };
@@ -129,7 +128,7 @@ async fn view(global: &GlobalOptions, args: &ViewArgs) -> anyhow::Result<()> {
 
 async fn set(global: &GlobalOptions, args: &SetArgs) -> anyhow::Result<()> {
     let dry_run = DryRun::parse(args.dry_run.as_deref())?;
-    let mut reporter = mutate::Reporter::new(mutate::output_format(args.output.as_deref())?);
+    let mut reporter = args.print.reporter()?;
     let factory = Factory::new(global).await?;
     let sel = Selection {
         filenames: args.filenames.clone(),

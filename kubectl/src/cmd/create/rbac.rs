@@ -316,7 +316,7 @@ mod tests {
         let args = BindingArgs {
             common: CommonArgs {
                 name: vec![],
-                output: None,
+                print: Default::default(),
                 dry_run: None,
                 field_manager: String::new(),
                 validate: None,

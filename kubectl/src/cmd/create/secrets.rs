@@ -53,9 +53,8 @@ pub struct DockerArgs {
 pub struct TokenArgs {
     /// SERVICE_ACCOUNT_NAME
     pub name: Vec<String>,
-    /// Output format. One of: (json, yaml, name, jsonpath, ...).
-    #[arg(short = 'o', long, value_name = "string")]
-    pub output: Option<String>,
+    #[command(flatten)]
+    pub print: crate::cmd::print_flags::PrintFlags,
     /// Audience of the requested token.
     #[arg(long, value_name = "stringArray")]
     pub audience: Vec<String>,
@@ -236,7 +235,7 @@ pub async fn run_token(global: &GlobalOptions, args: &TokenArgs) -> anyhow::Resu
         "apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
         "metadata": {"creationTimestamp": null}, "spec": spec, "status": {"expirationTimestamp": null, "token": ""},
     });
-    let format = super::super::mutate::output_format(args.output.as_deref())?;
+    let format = args.print.format()?;
     let factory = Factory::new(global).await?;
     let path = format!(
         "/api/v1/namespaces/{}/serviceaccounts/{name}/token",

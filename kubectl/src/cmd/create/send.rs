@@ -2,7 +2,7 @@
 //! `--dry-run=client` print without a request, or the POST (server dry run included) and the
 //! `kind/name created` line or `-o` output.
 
-use super::super::mutate::{self, DryRun};
+use super::super::mutate::DryRun;
 use super::simple::CommonArgs;
 use crate::app::options::GlobalOptions;
 use crate::discovery::ApiResource;
@@ -60,7 +60,7 @@ pub async fn send(
     wrap: Wrap,
 ) -> anyhow::Result<()> {
     let dry_run = DryRun::parse(common.dry_run.as_deref())?;
-    let mut reporter = mutate::Reporter::new(mutate::output_format(common.output.as_deref())?);
+    let mut reporter = common.print.reporter()?;
     let factory = Factory::new(global).await?;
     if namespaced && factory.namespace_explicit() {
         object["metadata"]["namespace"] = json!(factory.namespace());

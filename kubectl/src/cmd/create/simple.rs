@@ -1,7 +1,7 @@
 //! `create namespace`, `create configmap` and `create secret generic`: objects built from
 //! flags, sent (or only printed with `--dry-run=client`) with upstream's messages.
 
-use super::super::mutate::{self, DryRun};
+use super::super::mutate::DryRun;
 use super::sources;
 use crate::app::options::GlobalOptions;
 use crate::factory::Factory;
@@ -44,9 +44,8 @@ pub enum SecretCommand {
 pub struct CommonArgs {
     /// NAME
     pub name: Vec<String>,
-    /// Output format. One of: (json, yaml, name, jsonpath, ...).
-    #[arg(short = 'o', long, value_name = "string")]
-    pub output: Option<String>,
+    #[command(flatten)]
+    pub print: crate::cmd::print_flags::PrintFlags,
     /// Must be "none", "server", or "client".
     #[arg(long, value_name = "string", num_args = 0..=1, default_missing_value = "client")]
     pub dry_run: Option<String>,
@@ -137,7 +136,7 @@ pub async fn run(global: &GlobalOptions, command: &CreateCommand) -> anyhow::Res
         _ => anyhow::bail!("unsupported create subcommand"),
     };
     let dry_run = DryRun::parse(common.dry_run.as_deref())?;
-    let mut reporter = mutate::Reporter::new(mutate::output_format(common.output.as_deref())?);
+    let mut reporter = common.print.reporter()?;
     let factory = Factory::new(global).await?;
     let mapper = factory.discovery().mapper().await?;
     let api_version = object["apiVersion"].as_str().unwrap_or("v1").to_owned();

@@ -26,9 +26,8 @@ pub struct HistoryArgs {
         value_name = "int"
     )]
     pub revision: i64,
-    /// Output format. One of: (json, yaml, name, jsonpath, ...).
-    #[arg(short = 'o', long, value_name = "string")]
-    pub output: Option<String>,
+    #[command(flatten)]
+    pub print: crate::cmd::print_flags::PrintFlags,
 }
 
 /// Flags of `kubectl rollout undo`.
@@ -47,9 +46,8 @@ pub struct UndoArgs {
     /// Must be "none", "server", or "client".
     #[arg(long, value_name = "string", num_args = 0..=1, default_missing_value = "client")]
     pub dry_run: Option<String>,
-    /// Output format. One of: (json, yaml, name, jsonpath, ...).
-    #[arg(short = 'o', long, value_name = "string")]
-    pub output: Option<String>,
+    #[command(flatten)]
+    pub print: crate::cmd::print_flags::PrintFlags,
 }
 
 const REVISION: &str = "deployment.kubernetes.io/revision";
@@ -152,7 +150,7 @@ pub async fn run(global: &GlobalOptions, args: &HistoryArgs) -> anyhow::Result<(
     if args.revision < 0 {
         anyhow::bail!("revision must be a positive integer: {}", args.revision);
     }
-    let format = mutate::output_format(args.output.as_deref())?;
+    let format = args.print.format()?;
     let factory = Factory::new(global).await?;
     let mut sel = args.target.selection();
     sel.all = true;
@@ -289,12 +287,12 @@ fn undo_annotations(deployment: &Value, rs: &Value) -> Map<String, Value> {
 pub async fn run_undo(global: &GlobalOptions, args: &UndoArgs) -> anyhow::Result<()> {
     args.target.require()?;
     let dry_run = DryRun::parse(args.dry_run.as_deref())?;
-    let format = mutate::output_format(args.output.as_deref())?.filter(|f| !f.is_table());
+    let format = args.print.format()?.filter(|f| !f.is_table());
     let factory = Factory::new(global).await?;
     let mut sel = args.target.selection();
     sel.all = true;
     let targets = objects::targets(&factory, &args.target.args, &sel, false).await?;
-    let mut reporter = mutate::Reporter::new(format.clone());
+    let mut reporter = args.print.reporter_for(format.clone());
     let mut errors = Vec::new();
     for target in &targets {
         match undo_one(&factory, target, args.to_revision, dry_run).await {

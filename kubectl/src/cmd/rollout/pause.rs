@@ -3,7 +3,7 @@
 
 use super::TargetArgs;
 use crate::app::options::GlobalOptions;
-use crate::cmd::mutate::{self, DryRun};
+use crate::cmd::mutate::DryRun;
 use crate::cmd::set::objects::{self, merge_diff, send_patch};
 use crate::factory::Factory;
 use clap::Args;
@@ -14,9 +14,8 @@ use serde_json::{Map, Value};
 pub struct PauseArgs {
     #[command(flatten)]
     pub target: TargetArgs,
-    /// Output format. One of: (json, yaml, name, jsonpath, ...).
-    #[arg(short = 'o', long, value_name = "string")]
-    pub output: Option<String>,
+    #[command(flatten)]
+    pub print: crate::cmd::print_flags::PrintFlags,
     /// Name of the manager used to track field ownership.
     #[arg(long, default_value = "kubectl-rollout", value_name = "string")]
     pub field_manager: String,
@@ -126,7 +125,7 @@ pub async fn run(global: &GlobalOptions, args: &PauseArgs, action: Action) -> an
     args.target.require()?;
     // Upstream's pause, resume and restart have no --dry-run.
     let dry_run = DryRun::None;
-    let mut reporter = mutate::Reporter::new(mutate::output_format(args.output.as_deref())?);
+    let mut reporter = args.print.reporter()?;
     let factory = Factory::new(global).await?;
     let mut sel = args.target.selection();
     sel.all = true;

@@ -229,7 +229,14 @@ pub async fn run(global: &GlobalOptions, args: &EnvArgs) -> anyhow::Result<()> {
             "one or more resources must be specified as <resource> <name> or <resource>/<name>"
         );
     }
-    if args.list && args.common.output.as_deref().is_some_and(|o| !o.is_empty()) {
+    if args.list
+        && args
+            .common
+            .print
+            .output
+            .as_deref()
+            .is_some_and(|o| !o.is_empty())
+    {
         anyhow::bail!("--list and --output may not be specified together");
     }
     if !args.keys.is_empty() && args.from.is_none() {

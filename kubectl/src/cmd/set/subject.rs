@@ -119,7 +119,7 @@ mod tests {
                 selector: None,
                 all: false,
                 local: false,
-                output: None,
+                print: Default::default(),
                 dry_run: None,
                 field_manager: String::new(),
             },

@@ -5,6 +5,7 @@
 
 use super::fmt::{quote, sprint_value};
 use super::node::{Arg, Cmd, Node, Pipe, node_string};
+use super::parse::Templates;
 use super::value::{Val, sorted_keys};
 use std::borrow::Cow;
 
@@ -27,13 +28,28 @@ pub struct Exec<'a, 't> {
     vars: Vec<Var<'a>>,
     missing_error: bool,
     at: Option<(usize, String)>,
+    templates: &'t Templates,
+    /// The template being run, which errors name, and how deep in `{{template}}` calls.
+    name: &'t str,
+    depth: usize,
 }
 
 pub type R<T> = Result<T, String>;
 
-/// Runs `nodes` over `data`; on error, the output so far and the error.
+/// How a list of nodes ended: `{{break}}` and `{{continue}}` unwind to their range.
+#[derive(PartialEq)]
+enum Flow {
+    Next,
+    Break,
+    Continue,
+}
+
+/// Go's `maxExecDepth`.
+pub const MAX_DEPTH: usize = 100_000;
+
+/// Runs the `output` template over `data`; on error, the output so far and the error.
 pub fn execute(
-    nodes: &[Node],
+    templates: &Templates,
     src: &str,
     data: &serde_json::Value,
     missing_error: bool,
@@ -44,7 +60,11 @@ pub fn execute(
         vars: Vec::new(),
         missing_error,
         at: None,
+        templates,
+        name: "output",
+        depth: 0,
     };
+    let nodes = templates.get("output").map_or(&[][..], Vec::as_slice);
     let dot = Dot {
         v: Val::from_json(data),
         iface: false,
@@ -54,7 +74,7 @@ pub fn execute(
         dot: dot.clone(),
     });
     match ex.walk_list(&dot, nodes) {
-        Ok(()) => Ok(ex.out),
+        Ok(_) => Ok(ex.out),
         Err(e) => Err((ex.out, e)),
     }
 }
@@ -95,7 +115,8 @@ impl<'a> Exec<'a, '_> {
                 let col = before
                     .rfind('\n')
                     .map_or(before.len(), |i| before.len() - i - 1);
-                format!("template: output:{line}:{col}: executing \"output\" at <{ctx}>: {msg}")
+                let name = quote(self.name);
+                format!("template: output:{line}:{col}: executing {name} at <{ctx}>: {msg}")
             }
         }
     }
@@ -104,13 +125,25 @@ impl<'a> Exec<'a, '_> {
         self.at = Some((pos, ctx));
     }
 
-    fn walk_list(&mut self, dot: &Dot<'a>, nodes: &[Node]) -> R<()> {
-        nodes.iter().try_for_each(|n| self.walk(dot, n))
+    fn walk_list(&mut self, dot: &Dot<'a>, nodes: &[Node]) -> R<Flow> {
+        for n in nodes {
+            let flow = self.walk(dot, n)?;
+            if flow != Flow::Next {
+                return Ok(flow);
+            }
+        }
+        Ok(Flow::Next)
     }
 
-    fn walk(&mut self, dot: &Dot<'a>, node: &Node) -> R<()> {
+    fn walk(&mut self, dot: &Dot<'a>, node: &Node) -> R<Flow> {
         match node {
             Node::Text(t) => self.out.push_str(t),
+            Node::Break => return Ok(Flow::Break),
+            Node::Continue => return Ok(Flow::Continue),
+            Node::Template { pos, name, pipe } => {
+                self.at(*pos, node_string(node));
+                self.call_template(dot, name, pipe.as_ref())?;
+            }
             Node::Action(pipe) => {
                 self.at(pipe.pos, node_string(node));
                 let v = self.eval_pipeline(dot, pipe)?;
@@ -133,7 +166,8 @@ impl<'a> Exec<'a, '_> {
                 let mark = self.vars.len();
                 let val = self.eval_pipeline(dot, pipe)?;
                 let mut ran = false;
-                let mut each = |ex: &mut Self, index: Val<'a>, elem: Dot<'a>| -> R<()> {
+                // Whether to go on with the next element.
+                let mut each = |ex: &mut Self, index: Val<'a>, elem: Dot<'a>| -> R<bool> {
                     ran = true;
                     let n = ex.vars.len();
                     if pipe.is_assign {
@@ -167,7 +201,7 @@ impl<'a> Exec<'a, '_> {
                     }
                     let result = ex.walk_list(&elem, list);
                     ex.vars.truncate(n);
-                    result
+                    Ok(result? != Flow::Break)
                 };
                 match &val {
                     Val::List(items) => {
@@ -176,7 +210,9 @@ impl<'a> Exec<'a, '_> {
                                 v: Val::from_json(e),
                                 iface: true,
                             };
-                            each(self, Val::Int(i as i64), elem)?;
+                            if !each(self, Val::Int(i as i64), elem)? {
+                                break;
+                            }
                         }
                     }
                     Val::Map(m) => {
@@ -185,19 +221,20 @@ impl<'a> Exec<'a, '_> {
                                 v: Val::from_json(&m[k]),
                                 iface: true,
                             };
-                            each(self, Val::Str(Cow::Borrowed(k.as_str())), elem)?;
+                            if !each(self, Val::Str(Cow::Borrowed(k.as_str())), elem)? {
+                                break;
+                            }
                         }
                     }
                     Val::Int(n) | Val::Int64(n) if pipe.decl.len() < 2 => {
                         for i in 0..*n {
-                            each(
-                                self,
-                                Val::Int(i),
-                                Dot {
-                                    v: Val::Int(i),
-                                    iface: false,
-                                },
-                            )?;
+                            let elem = Dot {
+                                v: Val::Int(i),
+                                iface: false,
+                            };
+                            if !each(self, Val::Int(i), elem)? {
+                                break;
+                            }
                         }
                     }
                     Val::Invalid | Val::Nil => {}
@@ -206,10 +243,13 @@ impl<'a> Exec<'a, '_> {
                         return Err(self.err(format!("range can't iterate over {shown}")));
                     }
                 }
-                if !ran {
-                    self.walk_list(dot, else_list)?;
-                }
+                let flow = if ran {
+                    Flow::Next
+                } else {
+                    self.walk_list(dot, else_list)?
+                };
                 self.vars.truncate(mark);
+                return Ok(flow);
             }
             Node::Control {
                 kind,
@@ -220,25 +260,54 @@ impl<'a> Exec<'a, '_> {
             } => {
                 let mark = self.vars.len();
                 let val = self.eval_pipeline(dot, pipe)?;
-                if val.truth() {
+                let flow = if val.truth() {
                     if *kind == "with" {
-                        self.walk_list(
-                            &Dot {
-                                v: val,
-                                iface: false,
-                            },
-                            list,
-                        )?;
+                        let inner = Dot {
+                            v: val,
+                            iface: false,
+                        };
+                        self.walk_list(&inner, list)?
                     } else {
-                        self.walk_list(dot, list)?;
+                        self.walk_list(dot, list)?
                     }
                 } else {
-                    self.walk_list(dot, else_list)?;
-                }
+                    self.walk_list(dot, else_list)?
+                };
                 self.vars.truncate(mark);
+                return Ok(flow);
             }
         }
-        Ok(())
+        Ok(Flow::Next)
+    }
+
+    /// Go's `walkTemplate`: the called template sees only its dot, as `.` and `$`.
+    fn call_template(&mut self, dot: &Dot<'a>, name: &str, pipe: Option<&Pipe>) -> R<()> {
+        let templates = self.templates;
+        let Some((name, nodes)) = templates.get_key_value(name) else {
+            return Err(self.err(format!("template {} not defined", quote(name))));
+        };
+        if self.depth == MAX_DEPTH {
+            return Err(self.err(format!("exceeded maximum template depth ({MAX_DEPTH})")));
+        }
+        let v = match pipe {
+            Some(p) => self.eval_pipeline(dot, p)?,
+            None => Val::Invalid,
+        };
+        let inner = Dot { v, iface: false };
+        let vars = std::mem::replace(
+            &mut self.vars,
+            vec![Var {
+                name: "$".into(),
+                dot: inner.clone(),
+            }],
+        );
+        let caller = std::mem::replace(&mut self.name, name);
+        self.depth += 1;
+        let result = self.walk_list(&inner, nodes);
+        self.depth -= 1;
+        self.name = caller;
+        self.vars = vars;
+        result.map(drop)
     }
 
     fn set_var(&mut self, name: &str, dot: Dot<'a>) {

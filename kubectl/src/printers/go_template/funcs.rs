@@ -1,7 +1,9 @@
-//! The functions a kubectl template can call: Go's builtins (and, or, not, len, index,
-//! print, printf, println, eq, ne, lt, le, gt, ge) and the two kubectl registers on top
+//! The functions a kubectl template can call: Go's builtins (and, or, not, len, index, slice,
+//! print, printf, println, html, js, urlquery, call, eq, ne, lt, le, gt, ge) and the two
+//! kubectl registers on top
 //! (`exists`, `base64decode`), with Go's argument checks and error texts.
 
+use super::encoding::{decode_base64, html, js, query_escape};
 use super::exec::{Dot, Exec, R};
 use super::fmt::{sprint, sprintf, sprintln};
 use super::node::Arg;
@@ -25,6 +27,9 @@ pub const NAMES: &[&str] = &[
     "ge",
     "html",
     "urlquery",
+    "js",
+    "slice",
+    "call",
     "exists",
     "base64decode",
 ];
@@ -40,8 +45,8 @@ pub fn call<'a>(
     let ctx = args[0].clone();
     let given = args.len() - 1 + usize::from(fin.is_some());
     let (fixed, variadic) = match name {
-        "and" | "or" | "index" | "exists" | "eq" => (1, true),
-        "print" | "println" | "html" | "urlquery" => (0, true),
+        "and" | "or" | "index" | "slice" | "call" | "exists" | "eq" => (1, true),
+        "print" | "println" | "html" | "urlquery" | "js" => (0, true),
         "printf" => (1, true),
         "not" | "len" | "base64decode" => (1, false),
         _ => (2, false),
@@ -87,6 +92,8 @@ pub fn call<'a>(
         }
         vals.push(v);
     }
+    // `call` names its function as written (Go's `callee` node).
+    let callee = args.get(1).map(ToString::to_string);
     ex.at(ctx.pos(), cmd_string(args));
     // Functions taking `any` see a missing value as nil.
     let any = |v: &Val<'a>| {
@@ -108,6 +115,16 @@ pub fn call<'a>(
             v => Err(format!("len of type {}", v.type_name())),
         },
         "index" => index(&vals[0], &vals[1..]),
+        "slice" => slice(&vals[0], &vals[1..]),
+        // Object data holds no functions, so there is nothing `call` can call.
+        "call" => match &vals[0] {
+            Val::Invalid | Val::Nil => Err("call of nil".into()),
+            v => Err(format!(
+                "non-function {} of type {}",
+                callee.unwrap_or_else(|| sprint(std::slice::from_ref(v))),
+                v.type_name()
+            )),
+        },
         "print" => Ok(owned(sprint(&vals.iter().map(any).collect::<Vec<_>>()))),
         "println" => Ok(owned(sprintln(&vals.iter().map(any).collect::<Vec<_>>()))),
         "printf" => {
@@ -126,6 +143,7 @@ pub fn call<'a>(
         "exists" => Ok(Val::Bool(exists(&any(&vals[0]), &vals[1..]))),
         "html" => Ok(owned(html(&printable(&vals, any)))),
         "urlquery" => Ok(owned(query_escape(&printable(&vals, any)))),
+        "js" => Ok(owned(js(&printable(&vals, any)))),
         "base64decode" => {
             let Val::Str(s) = &vals[0] else {
                 unreachable!("checked above")
@@ -161,38 +179,6 @@ fn printable<'a>(vals: &[Val<'a>], any: impl Fn(&Val<'a>) -> Val<'a>) -> String 
     }
 }
 
-/// Go's `HTMLEscapeString`.
-fn html(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("&#34;"),
-            '\'' => out.push_str("&#39;"),
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '\0' => out.push('\u{FFFD}'),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// Go's `url.QueryEscape`.
-fn query_escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                out.push(b as char)
-            }
-            b' ' => out.push('+'),
-            b => out.push_str(&format!("%{b:02X}")),
-        }
-    }
-    out
-}
-
 fn owned<'a>(s: String) -> Val<'a> {
     Val::Str(Cow::Owned(s))
 }
@@ -202,76 +188,6 @@ fn cmd_string(args: &[Arg]) -> String {
         .map(ToString::to_string)
         .collect::<Vec<_>>()
         .join(" ")
-}
-
-/// Go's `base64.StdEncoding.DecodeString`, down to the offset its errors name: newlines
-/// skipped, padding required, trailing bits ignored.
-fn decode_base64(src: &[u8]) -> Result<Vec<u8>, usize> {
-    let value = |c: u8| match c {
-        b'A'..=b'Z' => Some(c - b'A'),
-        b'a'..=b'z' => Some(c - b'a' + 26),
-        b'0'..=b'9' => Some(c - b'0' + 52),
-        b'+' => Some(62),
-        b'/' => Some(63),
-        _ => None,
-    };
-    let newline = |c: u8| c == b'\n' || c == b'\r';
-    let mut out = Vec::new();
-    let mut si = 0;
-    loop {
-        let mut quantum = [0u8; 4];
-        let mut len = 4;
-        let mut j = 0;
-        while j < 4 {
-            if si == src.len() {
-                match j {
-                    0 => return Ok(out),
-                    _ => return Err(si - j),
-                }
-            }
-            let c = src[si];
-            si += 1;
-            if let Some(v) = value(c) {
-                quantum[j] = v;
-                j += 1;
-                continue;
-            }
-            if newline(c) {
-                continue;
-            }
-            if c != b'=' || j < 2 {
-                return Err(si - 1);
-            }
-            if j == 2 {
-                while si < src.len() && newline(src[si]) {
-                    si += 1;
-                }
-                if si == src.len() {
-                    return Err(src.len());
-                }
-                if src[si] != b'=' {
-                    return Err(si - 1);
-                }
-                si += 1;
-            }
-            while si < src.len() && newline(src[si]) {
-                si += 1;
-            }
-            if si < src.len() {
-                return Err(si);
-            }
-            len = j;
-            break;
-        }
-        let n = quantum
-            .iter()
-            .fold(0u32, |acc, v| (acc << 6) | u32::from(*v));
-        let bytes = n.to_be_bytes();
-        out.extend_from_slice(&bytes[1..len]);
-        if len < 4 {
-            return Ok(out);
-        }
-    }
 }
 
 fn index<'a>(item: &Val<'a>, keys: &[Val<'a>]) -> Result<Val<'a>, String> {
@@ -317,6 +233,53 @@ fn index<'a>(item: &Val<'a>, keys: &[Val<'a>]) -> Result<Val<'a>, String> {
         };
     }
     Ok(item)
+}
+
+/// Go's `slice`: `item[i:j]` and `item[i:j:k]` of a string or list.
+fn slice<'a>(item: &Val<'a>, indexes: &[Val<'a>]) -> Result<Val<'a>, String> {
+    if item.is_nil() {
+        return Err("slice of untyped nil".into());
+    }
+    if indexes.len() > 3 {
+        return Err(format!("too many slice indexes: {}", indexes.len()));
+    }
+    // A decoded JSON array's capacity is taken as its length: Go's may be larger (append's
+    // growth), letting a slice reach nils past the end that no object holds.
+    let len = match item {
+        Val::Str(_) if indexes.len() == 3 => return Err("cannot 3-index slice a string".into()),
+        Val::Str(s) => s.len(),
+        Val::List(l) => l.len(),
+        v => return Err(format!("can't slice item of type {}", v.type_name())),
+    };
+    let mut idx = [0, len, len];
+    for (i, index) in indexes.iter().enumerate() {
+        let x = match index {
+            Val::Int(x) | Val::Int64(x) => *x,
+            Val::Invalid | Val::Nil => return Err("cannot index slice/array with nil".into()),
+            v => {
+                return Err(format!(
+                    "cannot index slice/array with type {}",
+                    v.type_name()
+                ));
+            }
+        };
+        match usize::try_from(x) {
+            Ok(x) if x <= len => idx[i] = x,
+            _ => return Err(format!("index out of range: {x}")),
+        }
+    }
+    if idx[0] > idx[1] {
+        return Err(format!("invalid slice index: {} > {}", idx[0], idx[1]));
+    }
+    if indexes.len() == 3 && idx[1] > idx[2] {
+        return Err(format!("invalid slice index: {} > {}", idx[1], idx[2]));
+    }
+    Ok(match item {
+        // Go slices bytes; a cut inside a character leaves bytes no string here can hold.
+        Val::Str(s) => owned(String::from_utf8_lossy(&s.as_bytes()[idx[0]..idx[1]]).into_owned()),
+        Val::List(l) => Val::List(&l[idx[0]..idx[1]]),
+        _ => unreachable!("checked above"),
+    })
 }
 
 /// Go's `basicKind` classes for comparisons.

@@ -7,6 +7,7 @@
 //! Rust's debug form, has no `missingkey=error` and none of Go's error positions, and byte
 //! for byte output is what kubectl's users script against.
 
+mod encoding;
 mod exec;
 mod fmt;
 mod funcs;
@@ -24,11 +25,17 @@ use serde_json::Value;
 #[derive(Debug, Clone)]
 pub struct GoTemplate {
     raw: String,
-    nodes: Vec<node::Node>,
+    templates: parse::Templates,
+    /// Whether a `{{template}}` call may recurse, up to Go's depth of 100000.
+    calls: bool,
     /// `--allow-missing-template-keys` (true by default): a missing key prints `<no value>`
     /// instead of failing (Go's `missingkey=default` against `missingkey=error`).
     allow_missing_keys: bool,
 }
+
+/// The stack of a run whose templates call templates: room for Go's `maxExecDepth` calls
+/// (reserved address space; only what the calls touch is ever mapped).
+const DEEP_STACK: usize = 4 << 30;
 
 /// A failed execution: what upstream writes to stdout (the output so far and its debugging
 /// notes) and its error.
@@ -43,11 +50,12 @@ impl GoTemplate {
     /// (`template: output:1: function "x" not defined`).
     pub fn parse(text: &str) -> Result<GoTemplate, String> {
         let defined = |name: &str| funcs::NAMES.contains(&name);
-        let nodes = parse::parse(text, &defined)
+        let templates = parse::parse(text, &defined)
             .map_err(|e| format!("template: output:{}: {}", e.line, e.msg))?;
         Ok(GoTemplate {
             raw: text.to_owned(),
-            nodes,
+            calls: templates.values().any(|t| node::calls_template(t)),
+            templates,
             allow_missing_keys: true,
         })
     }
@@ -59,7 +67,24 @@ impl GoTemplate {
 
     /// Runs the template over `object`.
     pub fn render(&self, object: &Value) -> Result<String, Failure> {
-        exec::execute(&self.nodes, &self.raw, object, !self.allow_missing_keys).map_err(
+        let run = || exec::execute(&self.templates, &self.raw, object, !self.allow_missing_keys);
+        // Go's calls nest 100000 deep before failing, deeper than a main thread's stack.
+        let result = if self.calls {
+            std::thread::scope(|s| {
+                match std::thread::Builder::new()
+                    .stack_size(DEEP_STACK)
+                    .spawn_scoped(s, run)
+                {
+                    Ok(handle) => handle
+                        .join()
+                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+                    Err(_) => run(),
+                }
+            })
+        } else {
+            run()
+        };
+        result.map_err(
             |(partial, err)| {
                 let stdout = format!(
                     "{partial}Error executing template: {err}. Printing more information for debugging the template:\n\ttemplate was:\n\t\t{}\n\traw data was:\n\t\t{}\n\tobject given to template engine was:\n\t\t{}\n\n",

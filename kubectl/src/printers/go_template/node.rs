@@ -15,6 +15,35 @@ pub enum Node {
         list: Vec<Node>,
         else_list: Vec<Node>,
     },
+    /// `{{template "name" pipeline}}`, and what `{{block}}` leaves in its place; `pos` is the
+    /// name's, where Go places the node.
+    Template {
+        pos: usize,
+        name: String,
+        pipe: Option<Pipe>,
+    },
+    Break,
+    Continue,
+}
+
+/// Whether `nodes` call a template anywhere.
+pub fn calls_template(nodes: &[Node]) -> bool {
+    nodes.iter().any(|n| match n {
+        Node::Template { .. } => true,
+        Node::Control {
+            list, else_list, ..
+        } => calls_template(list) || calls_template(else_list),
+        _ => false,
+    })
+}
+
+/// Go's `IsEmptyTree`: a template of blank text only, which a redefinition may replace
+/// (and which does not replace a template already defined).
+pub fn is_empty(nodes: &[Node]) -> bool {
+    nodes.iter().all(|n| match n {
+        Node::Text(t) => t.trim().is_empty(),
+        _ => false,
+    })
 }
 
 #[derive(Debug, Clone)]
@@ -141,5 +170,11 @@ pub fn node_string(node: &Node) -> String {
             }
             s + "{{end}}"
         }
+        Node::Template { name, pipe, .. } => match pipe {
+            Some(p) => format!("{{{{template {} {p}}}}}", super::fmt::quote(name)),
+            None => format!("{{{{template {}}}}}", super::fmt::quote(name)),
+        },
+        Node::Break => "{{break}}".into(),
+        Node::Continue => "{{continue}}".into(),
     }
 }

@@ -4,6 +4,13 @@
 
 use super::lex::{Tok, Token, lex};
 use super::node::{Arg, Cmd, Node, Pipe};
+use std::collections::BTreeMap;
+
+#[path = "define.rs"]
+mod define;
+
+/// The templates of one text by name; the text's own is `output`, as kubectl names it.
+pub type Templates = BTreeMap<String, Vec<Node>>;
 
 pub struct ParseError {
     pub line: usize,
@@ -17,20 +24,29 @@ struct Parser<'a> {
     at: usize,
     vars: Vec<String>,
     funcs: &'a dyn Fn(&str) -> bool,
+    /// How many range bodies enclose the parse (`{{break}}` needs one).
+    range_depth: usize,
+    defs: Templates,
 }
 
 /// Parses `src`; `funcs` says which function names exist.
-pub fn parse(src: &str, funcs: &dyn Fn(&str) -> bool) -> Result<Vec<Node>> {
+pub fn parse(src: &str, funcs: &dyn Fn(&str) -> bool) -> Result<Templates> {
     let mut p = Parser {
         tokens: lex(src),
         at: 0,
         vars: vec!["$".into()],
         funcs,
+        range_depth: 0,
+        defs: Templates::new(),
     };
     let mut nodes = Vec::new();
     loop {
         match p.peek().tok {
-            Tok::Eof => return Ok(nodes),
+            Tok::Eof => {
+                let line = p.peek().line;
+                p.add("output", nodes, line)?;
+                return Ok(p.defs);
+            }
             Tok::Left => {
                 let left = p.next();
                 let t = p.next_non_space();
@@ -38,6 +54,10 @@ pub fn parse(src: &str, funcs: &dyn Fn(&str) -> bool) -> Result<Vec<Node>> {
                     && matches!(k.as_str(), "end" | "else")
                 {
                     return Err(p.error(&t, format!("unexpected {{{{{k}}}}}")));
+                }
+                if matches!(&t.tok, Tok::Ident(k) if k == "define") {
+                    p.definition()?;
+                    continue;
                 }
                 p.at -= 1;
                 nodes.push(p.action(left)?);
@@ -137,13 +157,13 @@ impl Parser<'_> {
         {
             return self.control(kind, t.pos);
         }
-        if let Tok::Ident(k) = &t.tok
-            && matches!(
-                k.as_str(),
-                "template" | "define" | "block" | "break" | "continue"
-            )
-        {
-            return Err(self.error(&t, format!("{k} is not supported")));
+        if let Tok::Ident(k) = &t.tok {
+            match k.as_str() {
+                "template" => return self.template_call(),
+                "block" => return self.block(),
+                "break" | "continue" => return self.loop_control(&k.clone()),
+                _ => {}
+            }
         }
         self.at -= 1;
         let _ = left;
@@ -153,7 +173,11 @@ impl Parser<'_> {
     fn control(&mut self, kind: &'static str, pos: usize) -> Result<Node> {
         let mark = self.vars.len();
         let pipe = self.pipeline(kind, true)?;
-        let (list, ended) = self.item_list()?;
+        let in_range = usize::from(kind == "range");
+        self.range_depth += in_range;
+        let body = self.item_list();
+        self.range_depth -= in_range;
+        let (list, ended) = body?;
         let mut else_list = Vec::new();
         if ended == "else" {
             let t = self.peek_non_space();
@@ -232,6 +256,10 @@ impl Parser<'_> {
             match t.tok {
                 Tok::Right if to_right => break,
                 Tok::RParen if !to_right => break,
+                // Go's lexer makes keywords items of their own, which start no command.
+                Tok::Ident(ref k) if is_keyword(k) && k != "nil" => {
+                    return Err(self.unexpected(&t, context));
+                }
                 Tok::Ident(_)
                 | Tok::Dot
                 | Tok::Field(_)
