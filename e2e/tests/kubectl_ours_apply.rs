@@ -593,3 +593,107 @@ fn numbered(prefix: &str, text: &str) -> String {
     out.push_str(rest);
     out
 }
+
+const IMMUTABLE: &str = "\
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: frozen
+  labels:
+    set: force
+immutable: true
+data:
+  k: one
+";
+
+/// `apply --force` replacing what a patch cannot change (upstream's deleteAndCreate), its flag
+/// checks, a replacement whose old object does not go (a finalizer holds it), and `--prune
+/// --wait`, which upstream 1.33's plain prune accepts without waiting.
+#[tokio::test(flavor = "multi_thread")]
+async fn apply_force_and_wait_match_upstream() {
+    let Fixture { cluster, cmp } = Fixture::start("force").await;
+    let dir = cluster.dir().to_path_buf();
+    let one = write(&dir, "frozen-1.yaml", IMMUTABLE);
+    let two = write(
+        &dir,
+        "frozen-2.yaml",
+        &IMMUTABLE.replace("k: one", "k: two"),
+    );
+    cmp.step(&["apply", "-f", &one]);
+    cmp.step(&["apply", "-f", &two, "--force", "--dry-run=client"]);
+    cmp.step(&["apply", "-f", &two, "--force"]);
+    cmp.assert_same_state("configmaps");
+    for bad in [
+        &["--force", "--server-side"][..],
+        &["--force", "--prune", "--all"],
+        &["--force", "--dry-run=server"],
+        &["--cascade=bogus"],
+        &["--timeout=abc"],
+    ] {
+        let mut args = vec!["apply", "-f", &one];
+        args.extend_from_slice(bad);
+        cmp.step(&args);
+    }
+
+    // A finalizer keeps the deleted object: the replacement's single check finds it still
+    // there (--timeout=0) and fails with the manifest named, in both.
+    let held = write(
+        &dir,
+        "held-1.yaml",
+        &IMMUTABLE.replace(
+            "name: frozen",
+            "name: held\n  finalizers: [example.com/hold]",
+        ),
+    );
+    let held_two = write(
+        &dir,
+        "held-2.yaml",
+        &std::fs::read_to_string(&held)
+            .unwrap()
+            .replace("k: one", "k: two"),
+    );
+    cmp.step(&["apply", "-f", &held]);
+    cmp.step(&["apply", "-f", &held_two, "--force"]);
+    let release = [
+        "patch",
+        "configmap",
+        "held",
+        "--type=merge",
+        "-p",
+        r#"{"metadata":{"finalizers":null}}"#,
+    ];
+    cmp.step(&release);
+
+    // --prune --wait: the pruned object is held by its finalizer; neither kubectl waits.
+    let keep = dir.join("keep");
+    write(
+        &dir,
+        "keep/a.yaml",
+        &IMMUTABLE.replace("name: frozen", "name: kept"),
+    );
+    let gone = write(
+        &dir,
+        "keep/b.yaml",
+        &IMMUTABLE.replace(
+            "name: frozen",
+            "name: pruned\n  finalizers: [example.com/hold]",
+        ),
+    );
+    let keep = keep.display().to_string();
+    cmp.step(&["apply", "-f", &keep]);
+    std::fs::remove_file(&gone).unwrap();
+    cmp.step(&[
+        "apply",
+        "--prune",
+        "--wait",
+        "-l",
+        "set=force",
+        "--prune-allowlist=core/v1/ConfigMap",
+        "-f",
+        &keep,
+    ]);
+    cmp.assert_same_state("configmaps");
+    let mut release_pruned = release;
+    release_pruned[2] = "pruned";
+    cmp.step(&release_pruned);
+}

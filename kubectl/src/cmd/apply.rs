@@ -3,6 +3,7 @@
 
 mod annotation;
 mod client_side;
+mod force;
 mod last_applied;
 mod prune;
 mod server_side;
@@ -64,6 +65,8 @@ pub struct ApplyArgs {
     /// Schema validation: strict, warn or ignore (the server checks fields).
     #[arg(long, value_name = "string", num_args = 0..=1, default_missing_value = "strict", default_value = "strict")]
     pub validate: String,
+    #[command(flatten)]
+    pub delete: force::DeleteFlags,
 }
 
 /// What every object of one apply run shares.
@@ -109,6 +112,7 @@ pub async fn run(global: &GlobalOptions, args: &ApplyArgs) -> anyhow::Result<()>
             "all resources selected for prune without explicitly passing --all. To prune all resources, pass the --all flag. If you did not mean to prune all resources, specify a label selector"
         );
     }
+    let force = args.delete.check(args.server_side, dry_run, args.prune)?;
     let selector = args
         .selector
         .as_deref()
@@ -160,7 +164,7 @@ pub async fn run(global: &GlobalOptions, args: &ApplyArgs) -> anyhow::Result<()>
         let outcome = if args.server_side {
             server_side::apply_one(&ctx, info).await
         } else {
-            client_side::apply_one(&ctx, info).await
+            client_side::apply_one(&ctx, info, &force).await
         };
         match outcome {
             Ok((object, verb)) => {
@@ -186,7 +190,14 @@ pub async fn run(global: &GlobalOptions, args: &ApplyArgs) -> anyhow::Result<()>
         if args.prune_allowlist.is_empty() && factory.namespace_explicit() {
             prune::warn_cluster_scoped_default();
         }
-        prune::prune(&ctx, &allowlist, &visited, args.selector.as_deref()).await?;
+        prune::prune(
+            &ctx,
+            &allowlist,
+            &visited,
+            args.selector.as_deref(),
+            &force.delete_options,
+        )
+        .await?;
     }
     match errors.len() {
         0 => Ok(()),

@@ -3,6 +3,7 @@
 
 use super::Run;
 use super::annotation::{self, last_applied};
+use super::force::Force;
 use crate::cmd::mutate::{self, DryRun};
 use crate::discovery::ApiResource;
 use crate::errors::ApiError;
@@ -14,7 +15,11 @@ use api_types::strategicpatch::{
 use serde_json::Value;
 
 /// Applies `info`'s manifest; the object after the change (or as it would be) and the verb.
-pub async fn apply_one(ctx: &Run<'_>, info: &Info) -> anyhow::Result<(Value, &'static str)> {
+pub async fn apply_one(
+    ctx: &Run<'_>,
+    info: &Info,
+    force: &Force,
+) -> anyhow::Result<(Value, &'static str)> {
     let manifest = info.object.clone().unwrap_or_default();
     let (_, modified) = annotation::modified_configuration(&manifest);
     let current = match ctx.factory.get(&info.path()).await {
@@ -46,11 +51,19 @@ pub async fn apply_one(ctx: &Run<'_>, info: &Info) -> anyhow::Result<(Value, &'s
     }
     let url = resource::with_query(&info.path(), &ctx.query());
     let body = serde_json::to_vec(&patch)?;
-    let patched = ctx
+    let patched = match ctx
         .factory
         .request(http::Method::PATCH, &url, Some((body, content_type)), None)
         .await
-        .map_err(|err| with_patch_context(err, &patch, info))?;
+    {
+        Ok(patched) => patched,
+        // Upstream then names the manifest where it named the patch.
+        Err(err) if force.replaces(&err) => force
+            .delete_and_create(ctx, info, &current, &modified)
+            .await
+            .map_err(|err| with_replace_context(err, &modified, info))?,
+        Err(err) => return Err(with_patch_context(err, &patch, info)),
+    };
     Ok((patched, "configured"))
 }
 
@@ -151,6 +164,25 @@ fn with_patch_context(err: anyhow::Error, patch: &Value, info: &Info) -> anyhow:
         ..api.clone()
     }
     .into()
+}
+
+/// A failed force replacement as upstream words it: the manifest where the patch was (the
+/// encoded manifest ends in a newline, hence the blank line), any error, not only a server's.
+fn with_replace_context(err: anyhow::Error, modified: &Value, info: &Info) -> anyhow::Error {
+    let what = format!(
+        "error when applying patch:\n{}\n\nto:\n{}\nfor: \"{}\"",
+        annotation::go_json(modified).trim_end(),
+        info_string(info),
+        info.source.as_deref().unwrap_or("")
+    );
+    match err.downcast_ref::<ApiError>() {
+        Some(api) => ApiError {
+            message: format!("{what}: {}", api.message),
+            ..api.clone()
+        }
+        .into(),
+        None => anyhow::anyhow!("{what}: {err:#}"),
+    }
 }
 
 /// Upstream's `Info.String()`.

@@ -10,7 +10,7 @@ use crate::cmd::mutate::DryRun;
 use crate::discovery::ApiResource;
 use crate::printers;
 use crate::resource::{self, Info};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 /// Upstream's default prune set: namespaced kinds, then the cluster-scoped ones.
 const DEFAULT_ALLOWLIST: &[(&str, &str, &str)] = &[
@@ -90,6 +90,7 @@ pub async fn prune(
     allowlist: &[(String, String, String)],
     visited: &Visited,
     selector: Option<&str>,
+    delete_options: &Value,
 ) -> anyhow::Result<()> {
     let discovery = ctx.factory.discovery();
     let mapper = discovery.mapper().await?;
@@ -109,11 +110,11 @@ pub async fn prune(
     }
     for ns in &visited.namespaces {
         for r in &resources {
-            prune_type(ctx, r, Some(ns), visited, selector).await?;
+            prune_type(ctx, r, Some(ns), visited, selector, delete_options).await?;
         }
     }
     for r in &cluster_scoped {
-        prune_type(ctx, r, None, visited, selector).await?;
+        prune_type(ctx, r, None, visited, selector, delete_options).await?;
     }
     Ok(())
 }
@@ -124,6 +125,7 @@ async fn prune_type(
     ns: Option<&str>,
     visited: &Visited,
     selector: Option<&str>,
+    delete_options: &Value,
 ) -> anyhow::Result<()> {
     let mut query = Vec::new();
     if let Some(s) = selector.filter(|s| !s.is_empty()) {
@@ -142,12 +144,11 @@ async fn prune_type(
         }
         if ctx.dry_run != DryRun::Client {
             let url = resource::with_query(&r.object_path(ns, name), &ctx.dry_run.query());
-            let body = json!({"propagationPolicy": "Background"});
             ctx.factory
                 .request(
                     http::Method::DELETE,
                     &url,
-                    Some((serde_json::to_vec(&body)?, "application/json")),
+                    Some((serde_json::to_vec(delete_options)?, "application/json")),
                     None,
                 )
                 .await?;
