@@ -358,6 +358,14 @@ async fn templates_match_upstream() {
         "yaml",
         "--show-managed-fields",
     ]);
+    cmp.step(&["events", "--template={{.kind}} {{len .items}}"]);
+    cmp.step(&[
+        "events",
+        "-o",
+        "go-template",
+        "--template={{.nope}}",
+        "--allow-missing-template-keys=false",
+    ]);
     let (success, stdout) = step_masked(
         &cmp,
         &[

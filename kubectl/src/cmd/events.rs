@@ -32,21 +32,25 @@ pub struct EventsArgs {
     /// When using the default output format, don't print headers.
     #[arg(long)]
     pub no_headers: bool,
-    /// Output format. One of: (json, yaml, name, go-template, go-template-file, template,
-    /// templatefile, jsonpath, jsonpath-as-json, jsonpath-file).
-    #[arg(short = 'o', long, value_name = "string")]
-    pub output: Option<String>,
+    #[command(flatten)]
+    pub print: crate::cmd::print_flags::PrintFlags,
     /// Return large lists in chunks rather than all at once. Pass 0 to disable.
     #[arg(long, default_value_t = 500, value_name = "int")]
     pub chunk_size: i64,
 }
 
 pub async fn run(global: &GlobalOptions, args: &EventsArgs) -> anyhow::Result<()> {
-    let format = match args.output.as_deref() {
+    let print = &args.print;
+    let format = match print.output.as_deref() {
         Some(o) if o == "wide" || o.starts_with("custom-columns") => anyhow::bail!(
             "unable to match a printer suitable for the output format \"{o}\", allowed formats are: go-template,go-template-file,json,jsonpath,jsonpath-as-json,jsonpath-file,name,template,templatefile,yaml"
         ),
-        other => OutputFormat::parse(other).map_err(|err| {
+        other => OutputFormat::parse_with_template(
+            other,
+            print.template.as_deref(),
+            print.allow_missing_template_keys,
+        )
+        .map_err(|err| {
             anyhow::anyhow!(
                 "{}",
                 err.to_string()

@@ -25,9 +25,9 @@ pub struct ViewArgs {
     /// Merge the full hierarchy of kubeconfig files
     #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "bool")]
     pub merge: Option<bool>,
-    /// Output format. One of: (json, yaml).
-    #[arg(short = 'o', long, value_name = "string", default_value = "yaml")]
-    pub output: String,
+    /// Without `-o`, yaml (upstream's default output here).
+    #[command(flatten)]
+    pub print: crate::cmd::print_flags::PrintFlags,
 }
 
 pub fn run(session: &Session, args: &ViewArgs) -> anyhow::Result<()> {
@@ -44,7 +44,11 @@ pub fn run(session: &Session, args: &ViewArgs) -> anyhow::Result<()> {
         shorten(&mut config);
     }
     let file = config.to_file();
-    let text = match args.output.as_str() {
+    let template = args.print.template.as_deref().filter(|t| !t.is_empty());
+    let output = (args.print.output.as_deref())
+        .or(template.map(|_| "go-template"))
+        .unwrap_or("yaml");
+    let text = match output {
         "yaml" | "" => yaml::to_go_yaml(&serde_json::to_value(&file)?),
         "json" => go_json(&file)? + "\n",
         other if other.starts_with("jsonpath=") => {
@@ -53,6 +57,17 @@ pub fn run(session: &Session, args: &ViewArgs) -> anyhow::Result<()> {
             template
                 .render(&serde_json::to_value(&file)?)
                 .map_err(|err| anyhow::anyhow!("{err}"))?
+        }
+        other if other.starts_with("go-template") || other.starts_with("template") => {
+            let format = crate::printers::OutputFormat::parse_with_template(
+                Some(other),
+                args.print.template.as_deref(),
+                args.print.allow_missing_template_keys,
+            )?;
+            let crate::printers::OutputFormat::GoTemplate(template) = format else {
+                bail!("unable to match a printer suitable for the output format \"{other}\"")
+            };
+            crate::printers::render_go_template(&template, &serde_json::to_value(&file)?)?
         }
         other => bail!(
             "unable to match a printer suitable for the output format \"{other}\", allowed formats are: go-template,go-template-file,json,jsonpath,jsonpath-as-json,jsonpath-file,name,template,templatefile,yaml"
