@@ -15,6 +15,9 @@ pub struct ExecArgs {
     /// COMMAND [args...], after `--`.
     #[arg(last = true)]
     pub command: Vec<String>,
+    /// to use to exec into the resource
+    #[arg(short = 'f', long = "filename", value_name = "strings")]
+    pub filenames: Vec<String>,
     #[command(flatten)]
     pub stream: StreamFlags,
 }
@@ -68,9 +71,9 @@ impl StreamFlags {
 }
 
 pub async fn run(global: &GlobalOptions, args: &ExecArgs) -> anyhow::Result<()> {
-    let Some(target) = args.pod.first() else {
+    if args.pod.is_empty() && args.filenames.is_empty() {
         anyhow::bail!("pod, type/name or --filename must be specified");
-    };
+    }
     if args.pod.len() > 1 {
         anyhow::bail!(
             "exec [POD] [COMMAND] is not supported anymore. Use exec [POD] -- [COMMAND] instead\nSee 'kubectl exec -h' for help and examples"
@@ -79,7 +82,11 @@ pub async fn run(global: &GlobalOptions, args: &ExecArgs) -> anyhow::Result<()> 
     if args.command.is_empty() {
         anyhow::bail!("you must specify at least one command for the container");
     }
-    let factory = Factory::new(global).await?;
+    let (factory, target) = match args.pod.first() {
+        Some(pod) if args.filenames.is_empty() => (Factory::new(global).await?, pod.clone()),
+        _ => from_files(global, args).await?,
+    };
+    let target = target.as_str();
     let flags = &args.stream;
     let pod = flags
         .live_pod(&factory, target, "exec", "exec into")
@@ -109,6 +116,39 @@ pub async fn run(global: &GlobalOptions, args: &ExecArgs) -> anyhow::Result<()> 
     );
     let outcome = terminal.run(&factory, &path).await?;
     conclude(outcome, flags.stdin)
+}
+
+/// `-f`: the one object the files name (a pod, or anything with pods, as `TYPE/NAME`), and a
+/// factory in that object's namespace (a manifest's own namespace wins over the context's).
+async fn from_files(global: &GlobalOptions, args: &ExecArgs) -> anyhow::Result<(Factory, String)> {
+    let factory = Factory::new(global).await?;
+    // Upstream's builder refuses a POD argument beside -f before it reads the files.
+    if !args.pod.is_empty() {
+        anyhow::bail!("resource/name arguments cannot be provided when a path is specified");
+    }
+    let selection = crate::resource::Selection {
+        filenames: args.filenames.clone(),
+        ..Default::default()
+    };
+    let resolved = crate::resource::resolve(&factory, &[], &selection).await?;
+    let [info] = resolved.infos.as_slice() else {
+        anyhow::bail!("cannot exec into multiple objects at a time");
+    };
+    let r = &info.resource;
+    let kind = if r.group.is_empty() {
+        r.name.clone()
+    } else {
+        format!("{}.{}", r.name, r.group)
+    };
+    let target = format!("{kind}/{}", info.name.as_deref().unwrap_or(""));
+    match &info.namespace {
+        Some(ns) if ns != factory.namespace() => {
+            let mut global = global.clone();
+            global.namespace = Some(ns.clone());
+            Ok((Factory::new(&global).await?, target))
+        }
+        _ => Ok((factory, target)),
+    }
 }
 
 /// What the local side of a remote command uses: stdin or not, a raw TTY or not.
