@@ -155,8 +155,22 @@ async fn v_anywhere_logs_the_same_requests() {
     for ns in [&cmp.ns_upstream, &cmp.ns_ours] {
         cmp.upstream.ok(&["create", "-f", &manifest, "-n", ns]);
     }
+    // A pod (no node runs it): `logs` streams its body outside the JSON requests.
+    std::fs::write(
+        dir.join("pod.yaml"),
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers:\n  - name: c\n    image: busybox\n",
+    )
+    .unwrap();
+    let pod = dir.join("pod.yaml").display().to_string();
+    for ns in [&cmp.ns_upstream, &cmp.ns_ours] {
+        // No controller manager makes the namespace's default service account.
+        cmp.upstream
+            .ok(&["create", "serviceaccount", "default", "-n", ns]);
+        cmp.upstream.ok(&["create", "-f", &pod, "-n", ns]);
+    }
     for args in [
-        &["get", "configmaps", "-o", "name", "-v=6"][..],
+        &["logs", "p", "-v=6"][..],
+        &["get", "configmaps", "-o", "name", "-v=6"],
         &["get", "configmaps", "a", "-o", "yaml", "-v=6"],
         &["delete", "-f", &manifest, "-v=6"],
         &["delete", "configmap", "a", "-v", "6"],

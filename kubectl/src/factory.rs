@@ -74,6 +74,17 @@ impl Factory {
         &self.client
     }
 
+    /// Sends `request` as it is (a stream, an upgrade), in the request log as every other.
+    pub async fn send_raw(
+        &self,
+        request: Request<kube::client::Body>,
+    ) -> Result<http::Response<kube::client::Body>, kube::Error> {
+        let trace = self.log.start_parts(&request, &[]);
+        let result = self.client.send(request).await;
+        trace.response(result.as_ref().ok().map(|r| (r.status(), r.headers())));
+        result
+    }
+
     /// GET `path` as JSON.
     pub async fn get(&self, path: &str) -> anyhow::Result<Value> {
         self.request(Method::GET, path, None, None).await

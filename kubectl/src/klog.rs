@@ -163,6 +163,12 @@ impl RequestLog {
     /// Logs `request` as client-go's debugging round tripper does before sending it
     /// (`-v=7`: verb, URL and headers; `-v=8`: the body too; `-v=9`: a curl command line).
     pub fn start(&self, request: &Request<Vec<u8>>) -> Trace {
+        self.start_parts(request, request.body())
+    }
+
+    /// [`RequestLog::start`] for a request of any body type (streams, upgrades), `body` the
+    /// part of it to log.
+    pub fn start_parts<B>(&self, request: &Request<B>, body: &[u8]) -> Trace {
         let trace = Trace {
             verb: request.method().as_str().to_owned(),
             url: format!("{}{}", self.base_url.trim_end_matches('/'), request.uri()),
@@ -170,7 +176,7 @@ impl RequestLog {
         };
         if enabled(8) {
             Line::structured("Request Body")
-                .str("body", &truncate(request.body()))
+                .str("body", &truncate(body))
                 .emit("helper.go:105");
         }
         if enabled(7) {

@@ -263,8 +263,7 @@ async fn copy_log(
         .uri(path)
         .body(kube::client::Body::empty())?;
     let response = factory
-        .client()
-        .send(request)
+        .send_raw(request)
         .await
         .map_err(|err| anyhow::anyhow!("{err}"))?;
     if response.status() != StatusCode::OK {

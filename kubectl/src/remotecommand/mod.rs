@@ -31,8 +31,7 @@ pub async fn upgrade(
     }
     let request = builder.body(kube::client::Body::empty())?;
     let mut response = factory
-        .client()
-        .send(request)
+        .send_raw(request)
         .await
         .map_err(|err| anyhow::anyhow!("error dialing backend: {err}"))?;
     if response.status() != StatusCode::SWITCHING_PROTOCOLS {
