@@ -82,15 +82,29 @@ pub async fn run(global: &GlobalOptions, args: &ExecArgs) -> anyhow::Result<()> 
     if args.command.is_empty() {
         anyhow::bail!("you must specify at least one command for the container");
     }
-    let (factory, target) = match args.pod.first() {
-        Some(pod) if args.filenames.is_empty() => (Factory::new(global).await?, pod.clone()),
+    let (factory, target, manifest_pod) = match args.pod.first() {
+        Some(pod) if args.filenames.is_empty() => (Factory::new(global).await?, pod.clone(), None),
         _ => from_files(global, args).await?,
     };
     let target = target.as_str();
     let flags = &args.stream;
-    let pod = flags
-        .live_pod(&factory, target, "exec", "exec into")
-        .await?;
+    let pod = match manifest_pod {
+        // Upstream execs into a pod from -f as the file has it, without reading it first.
+        Some(pod) => {
+            let phase = pod.pointer("/status/phase").and_then(Value::as_str);
+            if let Some(phase @ ("Succeeded" | "Failed")) = phase {
+                anyhow::bail!(
+                    "cannot exec into a container in a completed pod; current phase is {phase}"
+                );
+            }
+            pod
+        }
+        None => {
+            flags
+                .live_pod(&factory, target, "exec", "exec into")
+                .await?
+        }
+    };
     let container = match flags.container.as_deref().filter(|c| !c.is_empty()) {
         Some(c) => c.to_owned(),
         None => pods::default_container(&pod, None, flags.quiet)?,
@@ -118,9 +132,12 @@ pub async fn run(global: &GlobalOptions, args: &ExecArgs) -> anyhow::Result<()> 
     conclude(outcome, flags.stdin)
 }
 
-/// `-f`: the one object the files name (a pod, or anything with pods, as `TYPE/NAME`), and a
-/// factory in that object's namespace (a manifest's own namespace wins over the context's).
-async fn from_files(global: &GlobalOptions, args: &ExecArgs) -> anyhow::Result<(Factory, String)> {
+/// `-f`: the one object the files name (anything with pods, as `TYPE/NAME`; a pod's manifest
+/// too), and a factory in that object's namespace (a manifest's own wins over the context's).
+async fn from_files(
+    global: &GlobalOptions,
+    args: &ExecArgs,
+) -> anyhow::Result<(Factory, String, Option<Value>)> {
     let factory = Factory::new(global).await?;
     // Upstream's builder refuses a POD argument beside -f before it reads the files.
     if !args.pod.is_empty() {
@@ -141,13 +158,16 @@ async fn from_files(global: &GlobalOptions, args: &ExecArgs) -> anyhow::Result<(
         format!("{}.{}", r.name, r.group)
     };
     let target = format!("{kind}/{}", info.name.as_deref().unwrap_or(""));
+    let pod = (r.group.is_empty() && r.name == "pods")
+        .then(|| info.object.clone())
+        .flatten();
     match &info.namespace {
         Some(ns) if ns != factory.namespace() => {
             let mut global = global.clone();
             global.namespace = Some(ns.clone());
-            Ok((Factory::new(&global).await?, target))
+            Ok((Factory::new(&global).await?, target, pod))
         }
-        _ => Ok((factory, target)),
+        _ => Ok((factory, target, pod)),
     }
 }
 
