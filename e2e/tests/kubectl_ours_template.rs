@@ -220,6 +220,10 @@ async fn templates_match_upstream() {
             "{{len (slice .metadata.name 0 2)}} {{html \"<x>\"}} {{urlquery \"a b&c\"}} {{and 0 .nope.x}} {{or 1 .nope.x}} {{not .data}} {{print nil}} {{println 1 \"a\"}}",
         ),
         (
+            "configmap/cfg",
+            "{{html .nope}} {{js nil 1}} {{eq .data nil}} {{len .metadata.name}}",
+        ),
+        (
             "deployment/web",
             "{{eq .spec.replicas 3}} {{ne .kind \"Pod\"}} {{lt 1 2}} {{le 2 2}} {{gt 1.5 1.2}} {{ge \"b\" \"a\"}} {{eq .kind \"A\" \"Deployment\"}}",
         ),
@@ -438,6 +442,14 @@ async fn templates_match_upstream() {
         ("{{lt .data 1}}", "--allow-missing-template-keys=true"),
         (
             "{{eq .metadata.name 1}}",
+            "--allow-missing-template-keys=true",
+        ),
+        (
+            "{{index .data .nope}}",
+            "--allow-missing-template-keys=true",
+        ),
+        (
+            "{{eq .data .metadata}}",
             "--allow-missing-template-keys=true",
         ),
     ] {

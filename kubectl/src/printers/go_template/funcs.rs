@@ -109,9 +109,14 @@ pub fn call<'a>(
             Val::Str(s) => Ok(Val::Int(s.len() as i64)),
             Val::List(l) => Ok(Val::Int(l.len() as i64)),
             Val::Map(m) => Ok(Val::Int(m.len() as i64)),
-            Val::Nil => Err("len of nil pointer".into()),
+            // The literal nil reaches len as Go's zero Value, a JSON null as a nil interface.
+            Val::Nil if !matches!(args.get(1), Some(Arg::Nil(_))) => {
+                Err("len of nil pointer".into())
+            }
             // Go's len asks a missing value for its type, panics, and reports the panic.
-            Val::Invalid => Err("reflect: call of reflect.Value.Type on zero Value".into()),
+            Val::Invalid | Val::Nil => {
+                Err("reflect: call of reflect.Value.Type on zero Value".into())
+            }
             v => Err(format!("len of type {}", v.type_name())),
         },
         "index" => index(&vals[0], &vals[1..]),
@@ -172,10 +177,16 @@ fn check_string(ex: &Exec, v: &Val) -> R<()> {
 }
 
 /// Go's `evalArgs` for the escapers: one string as is, else `fmt.Sprint`.
+/// A nil argument is Go's invalid `reflect.Value` there, which `printableValue` writes as
+/// the string `<no value>`.
 fn printable<'a>(vals: &[Val<'a>], any: impl Fn(&Val<'a>) -> Val<'a>) -> String {
+    let shown = |v: &Val<'a>| match v {
+        Val::Invalid | Val::Nil => Val::Str(Cow::Borrowed("<no value>")),
+        v => any(v),
+    };
     match vals {
         [Val::Str(s)] => s.to_string(),
-        _ => sprint(&vals.iter().map(any).collect::<Vec<_>>()),
+        _ => sprint(&vals.iter().map(shown).collect::<Vec<_>>()),
     }
 }
 
@@ -197,7 +208,9 @@ fn index<'a>(item: &Val<'a>, keys: &[Val<'a>]) -> Result<Val<'a>, String> {
             Val::Invalid | Val::Nil => return Err("index of untyped nil".into()),
             Val::Map(m) => match key {
                 Val::Str(k) => m.get(k.as_ref()).map_or(Val::Nil, Val::from_json),
-                Val::Invalid | Val::Nil => Val::Nil,
+                Val::Invalid | Val::Nil => {
+                    return Err("value is nil; should be of type string".into());
+                }
                 k => {
                     return Err(format!(
                         "value has type {}; should be string",
@@ -206,24 +219,14 @@ fn index<'a>(item: &Val<'a>, keys: &[Val<'a>]) -> Result<Val<'a>, String> {
                 }
             },
             Val::List(l) => {
-                let Some(i) = key.as_int() else {
-                    return Err(format!(
-                        "cannot index slice/array with type {}",
-                        key.type_name()
-                    ));
-                };
+                let i = index_arg(key)?;
                 match usize::try_from(i).ok().and_then(|i| l.get(i)) {
                     Some(v) => Val::from_json(v),
                     None => return Err(format!("index out of range: {i}")),
                 }
             }
             Val::Str(s) => {
-                let Some(i) = key.as_int() else {
-                    return Err(format!(
-                        "cannot index slice/array with type {}",
-                        key.type_name()
-                    ));
-                };
+                let i = index_arg(key)?;
                 match usize::try_from(i).ok().and_then(|i| s.as_bytes().get(i)) {
                     Some(b) => Val::Int(i64::from(*b)),
                     None => return Err(format!("index out of range: {i}")),
@@ -233,6 +236,18 @@ fn index<'a>(item: &Val<'a>, keys: &[Val<'a>]) -> Result<Val<'a>, String> {
         };
     }
     Ok(item)
+}
+
+/// Go's `indexArg`: an index must be an integer.
+fn index_arg(key: &Val) -> Result<i64, String> {
+    match key {
+        Val::Int(i) | Val::Int64(i) => Ok(*i),
+        Val::Invalid | Val::Nil => Err("cannot index slice/array with nil".into()),
+        k => Err(format!(
+            "cannot index slice/array with type {}",
+            k.type_name()
+        )),
+    }
 }
 
 /// Go's `slice`: `item[i:j]` and `item[i:j:k]` of a string or list.
@@ -253,16 +268,7 @@ fn slice<'a>(item: &Val<'a>, indexes: &[Val<'a>]) -> Result<Val<'a>, String> {
     };
     let mut idx = [0, len, len];
     for (i, index) in indexes.iter().enumerate() {
-        let x = match index {
-            Val::Int(x) | Val::Int64(x) => *x,
-            Val::Invalid | Val::Nil => return Err("cannot index slice/array with nil".into()),
-            v => {
-                return Err(format!(
-                    "cannot index slice/array with type {}",
-                    v.type_name()
-                ));
-            }
-        };
+        let x = index_arg(index)?;
         match usize::try_from(x) {
             Ok(x) if x <= len => idx[i] = x,
             _ => return Err(format!("index out of range: {x}")),
@@ -294,9 +300,6 @@ fn kind(v: &Val) -> Option<u8> {
 }
 
 fn eq(a: &Val, others: &[Val]) -> Result<bool, String> {
-    if matches!(a, Val::List(_) | Val::Map(_)) {
-        return Err("invalid type for comparison".into());
-    }
     if others.is_empty() {
         return Err("missing argument for comparison".into());
     }
@@ -308,7 +311,20 @@ fn eq(a: &Val, others: &[Val]) -> Result<bool, String> {
                 }
                 false
             }
-            (None, None) => a.is_nil() && b.is_nil(),
+            // Lists and maps: equal only if both nil, and Go cannot compare two of them.
+            (None, None) if a.is_nil() || b.is_nil() => a.is_nil() && b.is_nil(),
+            (None, None) if a.type_name() == b.type_name() => {
+                let shown = sprint(std::slice::from_ref(b));
+                return Err(format!("non-comparable type {shown}: {}", b.type_name()));
+            }
+            (None, None) => {
+                let (x, y) = (
+                    sprint(std::slice::from_ref(a)),
+                    sprint(std::slice::from_ref(b)),
+                );
+                let (tx, ty) = (a.type_name(), b.type_name());
+                return Err(format!("non-comparable types {x}: {tx}, {ty}: {y}"));
+            }
             _ => match (a, b) {
                 (Val::Bool(x), Val::Bool(y)) => x == y,
                 (Val::Float(x), Val::Float(y)) => x == y,

@@ -377,3 +377,42 @@ fn slice_js_call() {
         );
     }
 }
+
+#[test]
+fn nil_arguments_and_uncomparable_values() {
+    assert_eq!(
+        render("{{html .nope}} {{js nil 2}} {{urlquery .metadata.annotations}}"),
+        "&lt;no value&gt; \\u003Cno value\\u003E2 %3Cno+value%3E"
+    );
+    assert_eq!(render("{{eq .data nil}} {{eq .nope .data}}"), "false false");
+    for (text, want) in [
+        (
+            "{{len nil}}",
+            "reflect: call of reflect.Value.Type on zero Value",
+        ),
+        ("{{len .metadata.annotations}}", "len of nil pointer"),
+        (
+            "{{index .data .nope}}",
+            "value is nil; should be of type string",
+        ),
+        (
+            "{{index .spec.items nil}}",
+            "cannot index slice/array with nil",
+        ),
+        ("{{eq .data 1}}", "incompatible types for comparison"),
+        (
+            "{{eq .metadata.labels .metadata.labels}}",
+            "non-comparable type map[app.kubernetes.io/name:web tier:front]: map[string]interface {}",
+        ),
+        (
+            "{{ne .spec.empty .data}}",
+            "non-comparable types []: []interface {}, map[string]interface {}: map[a:1 b:2 secret:aHVudGVyMg==]",
+        ),
+    ] {
+        assert!(
+            exec_error(text).ends_with(want),
+            "{text}: {}",
+            exec_error(text)
+        );
+    }
+}
