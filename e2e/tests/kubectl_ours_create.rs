@@ -230,6 +230,8 @@ async fn create_generators_match_upstream() {
             args
         };
         cmp.step(&with(&["--dry-run=client", "-o", "yaml"]));
+        // Go's struct field order, not the sorted keys of -o yaml.
+        cmp.step(&with(&["--dry-run=client", "-o", "json"]));
         cmp.step(&with(&["--dry-run=client", "-o", "name"]));
         cmp.step(&with(&[]));
         // Creating again: AlreadyExists, in each generator's own wording.

@@ -98,7 +98,7 @@ pub async fn run(global: &GlobalOptions, args: &AutoscaleArgs) -> anyhow::Result
         );
     }
     let dry_run = DryRun::parse(args.dry_run.as_deref())?;
-    let mut reporter = args.print.reporter()?;
+    let mut reporter = args.print.reporter()?.typed();
     let factory = Factory::new(global).await?;
     let sel = Selection {
         filenames: args.filenames.clone(),
@@ -156,10 +156,7 @@ pub async fn run(global: &GlobalOptions, args: &AutoscaleArgs) -> anyhow::Result
             )
             .await;
         match created {
-            Ok(created) => {
-                let created = crate::cmd::set::typed_copy(&hpa_resource.kind, &created);
-                reporter.report(&hpa_resource, &created, "autoscaled", dry_run)?
-            }
+            Ok(created) => reporter.report(&hpa_resource, &created, "autoscaled", dry_run)?,
             Err(err) => errors.push(err),
         }
     }

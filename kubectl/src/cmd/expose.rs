@@ -49,6 +49,8 @@ pub struct ExposeArgs {
     pub session_affinity: Option<String>,
     #[command(flatten)]
     pub print: crate::cmd::print_flags::PrintFlags,
+    #[command(flatten)]
+    pub overrides: crate::cmd::overrides::OverrideFlags,
     /// Must be "none", "server", or "client".
     #[arg(long, value_name = "string", num_args = 0..=1, default_missing_value = "client")]
     pub dry_run: Option<String>,
@@ -230,7 +232,7 @@ pub fn service_for(kind: &str, object: &Value, args: &ExposeArgs) -> anyhow::Res
 
 pub async fn run(global: &GlobalOptions, args: &ExposeArgs) -> anyhow::Result<()> {
     let dry_run = DryRun::parse(args.dry_run.as_deref())?;
-    let mut reporter = args.print.reporter()?;
+    let mut reporter = args.print.reporter()?.typed();
     if args.args.is_empty() && args.filenames.is_empty() {
         anyhow::bail!(
             "You must provide one or more resources by argument or filename.\nExample resource specifications include:\n   '-f rsrc.yaml'\n   '--filename=rsrc.json'\n   '<resource> <name>'\n   '<resource>'"
@@ -263,7 +265,7 @@ pub async fn run(global: &GlobalOptions, args: &ExposeArgs) -> anyhow::Result<()
             anyhow::bail!("cannot expose a {group_kind}");
         }
         let object = factory.get(&info.path()).await?;
-        let mut service = service_for(kind, &object, args)?;
+        let mut service = args.overrides.apply(service_for(kind, &object, args)?)?;
         let namespace = info
             .namespace
             .clone()
@@ -310,6 +312,10 @@ mod tests {
             cluster_ip: None,
             session_affinity: None,
             print: Default::default(),
+            overrides: crate::cmd::overrides::OverrideFlags {
+                overrides: None,
+                override_type: "merge".into(),
+            },
             dry_run: None,
             field_manager: String::new(),
         }

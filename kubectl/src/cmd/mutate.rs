@@ -54,6 +54,7 @@ pub struct Reporter {
     printed: usize,
     show_managed_fields: bool,
     typed: bool,
+    struct_order: bool,
 }
 
 impl Reporter {
@@ -63,12 +64,21 @@ impl Reporter {
             printed: 0,
             show_managed_fields: false,
             typed: false,
+            struct_order: false,
         }
     }
 
     /// The command's upstream holds its objects as Go structs (generators, `run`, `expose`,
     /// `set`, `rollout`, `autoscale`), not as maps: see [`printers::go_struct`].
     pub fn typed(mut self) -> Self {
+        self.typed = true;
+        self.struct_order = true;
+        self
+    }
+
+    /// Upstream decodes its objects into Go structs but prints them as maps again (`taint
+    /// --dry-run=client`): Go's zero values, sorted keys.
+    pub fn typed_as_map(mut self) -> Self {
         self.typed = true;
         self
     }
@@ -88,10 +98,17 @@ impl Reporter {
     ) -> anyhow::Result<()> {
         match &self.format {
             Some(format) if !format.is_table() => {
-                let mut object = match self.typed {
-                    true => printers::go_struct::as_typed(object),
-                    false => object.clone(),
-                };
+                let mut object = object.clone();
+                if self.typed {
+                    // Upstream's printer sets the kind of a typed object (list items have none).
+                    if let Some(map) = object.as_object_mut() {
+                        map.entry("kind")
+                            .or_insert_with(|| Value::String(resource.kind.clone()));
+                        map.entry("apiVersion")
+                            .or_insert_with(|| Value::String(resource.group_version()));
+                    }
+                    object = printers::go_struct::as_typed(&object);
+                }
                 // Upstream's go-template printer sees managedFields (only json/yaml drop them).
                 if !self.show_managed_fields && !matches!(format, OutputFormat::GoTemplate(_)) {
                     printers::strip_managed_fields(&mut object);
@@ -101,7 +118,9 @@ impl Reporter {
                     println!("---");
                 }
                 let text = match format {
-                    OutputFormat::Json if self.typed => printers::go_struct::to_go_json(&object),
+                    OutputFormat::Json if self.struct_order => {
+                        printers::go_struct::to_go_json(&object)
+                    }
                     _ => printers::print_objects(format, &[(resource.clone(), object)], true)?,
                 };
                 print!("{text}");

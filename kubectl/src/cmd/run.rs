@@ -65,6 +65,8 @@ pub struct RunArgs {
     pub serviceaccount: Option<String>,
     #[command(flatten)]
     pub print: crate::cmd::print_flags::PrintFlags,
+    #[command(flatten)]
+    pub overrides: crate::cmd::overrides::OverrideFlags,
     /// Must be "none", "server", or "client".
     #[arg(long, value_name = "string", num_args = 0..=1, default_missing_value = "client")]
     pub dry_run: Option<String>,
@@ -198,12 +200,12 @@ pub async fn run(global: &GlobalOptions, args: &RunArgs) -> anyhow::Result<()> {
             "--dry-run=[server|client] can't be used with attached containers options (--attach, --stdin, or --tty){USAGE}"
         );
     }
-    let pod = pod(name, args)?;
+    let pod = args.overrides.apply(pod(name, args)?)?;
     let service = match args.expose {
         true => Some(service(name, &pod, args.port.as_deref().unwrap_or(""))?),
         false => None,
     };
-    let mut reporter = args.print.reporter()?;
+    let mut reporter = args.print.reporter()?.typed();
     let factory = Factory::new(global).await?;
     let mapper = factory.discovery().mapper().await?;
     // Upstream creates the pod first, then creates and prints the service, and prints the pod

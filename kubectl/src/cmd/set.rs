@@ -8,7 +8,6 @@ pub mod objects;
 pub mod resources;
 pub mod selector;
 pub mod subject;
-pub mod typed;
 
 use super::mutate::DryRun;
 use crate::app::options::GlobalOptions;
@@ -120,7 +119,7 @@ where
     F: FnMut(&Target, &mut Value) -> Outcome,
 {
     let dry_run = DryRun::parse(common.dry_run.as_deref())?;
-    let mut reporter = common.print.reporter()?;
+    let mut reporter = common.print.reporter()?.typed();
     let factory = Factory::new(global).await?;
     let targets = objects::targets(&factory, resources, &common.selection(), common.local).await?;
     let mut errors = Vec::new();
@@ -138,8 +137,7 @@ where
             continue;
         }
         if common.local || dry_run == DryRun::Client {
-            let shown = typed_copy(&target.info.resource.kind, &changed);
-            reporter.report(&target.info.resource, &shown, change.verb, dry_run)?;
+            reporter.report(&target.info.resource, &changed, change.verb, dry_run)?;
             continue;
         }
         let patch = patch.unwrap_or_else(|| json!({}));
@@ -152,21 +150,11 @@ where
         )
         .await
         {
-            Ok(object) => {
-                let shown = typed_copy(&target.info.resource.kind, &object);
-                reporter.report(&target.info.resource, &shown, change.verb, dry_run)?
-            }
+            Ok(object) => reporter.report(&target.info.resource, &object, change.verb, dry_run)?,
             Err(err) => errors.push(err),
         }
     }
     finish(errors)
-}
-
-/// `object` as upstream's typed decoding prints it (see [`typed`]).
-pub fn typed_copy(kind: &str, object: &Value) -> Value {
-    let mut object = object.clone();
-    typed::as_typed(kind, &mut object);
-    object
 }
 
 /// One error as it is, several one per line (upstream's aggregate).

@@ -242,7 +242,12 @@ pub async fn run(global: &GlobalOptions, args: &TaintArgs) -> anyhow::Result<()>
     let mapper = factory.discovery().mapper().await?;
     let node_resource = mapper.resolve("nodes");
     let printing = format.is_some();
-    let mut reporter = args.print.reporter_for(format);
+    // Upstream prints the patched node as its Go struct, a client dry run as the struct
+    // converted back to a map.
+    let mut reporter = match dry_run {
+        DryRun::Client => args.print.reporter_for(format).typed_as_map(),
+        _ => args.print.reporter_for(format).typed(),
+    };
     for node in &nodes {
         let name = mutate::name_of(node);
         let old: Vec<Taint> = node

@@ -274,10 +274,12 @@ pub async fn run_token(global: &GlobalOptions, args: &TokenArgs) -> anyhow::Resu
                     r.group = "authentication.k8s.io".into();
                     r
                 });
-            print!(
-                "{}",
-                crate::printers::print_objects(&format, &[(resource, response)], true)?
-            );
+            crate::cmd::mutate::Reporter::new(Some(format)).typed().report(
+                &resource,
+                &response,
+                "",
+                crate::cmd::mutate::DryRun::None,
+            )?;
         }
         None => {
             let token = response

@@ -60,7 +60,7 @@ pub async fn send(
     wrap: Wrap,
 ) -> anyhow::Result<()> {
     let dry_run = DryRun::parse(common.dry_run.as_deref())?;
-    let mut reporter = common.print.reporter()?;
+    let mut reporter = common.print.reporter()?.typed();
     let factory = Factory::new(global).await?;
     if namespaced && factory.namespace_explicit() {
         object["metadata"]["namespace"] = json!(factory.namespace());

@@ -136,7 +136,7 @@ pub async fn run(global: &GlobalOptions, command: &CreateCommand) -> anyhow::Res
         _ => anyhow::bail!("unsupported create subcommand"),
     };
     let dry_run = DryRun::parse(common.dry_run.as_deref())?;
-    let mut reporter = common.print.reporter()?;
+    let mut reporter = common.print.reporter()?.typed();
     let factory = Factory::new(global).await?;
     let mapper = factory.discovery().mapper().await?;
     let api_version = object["apiVersion"].as_str().unwrap_or("v1").to_owned();

@@ -166,14 +166,13 @@ pub async fn run(global: &GlobalOptions, args: &HistoryArgs) -> anyhow::Result<(
             // A DaemonSet's or StatefulSet's revision prints as the object with that revision's
             // template, as upstream applies the ControllerRevision to it.
             if target.info.resource.kind != "Deployment" {
-                let mut reporter = mutate::Reporter::new(Some(format.clone()));
+                let mut reporter = mutate::Reporter::new(Some(format.clone())).typed();
                 for (n, rev) in &history {
                     if args.revision > 0 && *n != args.revision {
                         continue;
                     }
                     let mut object = target.object.clone();
                     object["spec"]["template"] = rev.template.clone();
-                    let object = crate::cmd::set::typed_copy(&target.info.resource.kind, &object);
                     reporter.report(&target.info.resource, &object, "", DryRun::None)?;
                 }
                 if args.revision > 0 && !history.contains_key(&args.revision) {
@@ -185,7 +184,7 @@ pub async fn run(global: &GlobalOptions, args: &HistoryArgs) -> anyhow::Result<(
             let resource = mapper.resolve(holder_type).ok_or_else(|| {
                 anyhow::anyhow!("the server doesn't have a resource type \"{holder_type}\"")
             })?;
-            let mut reporter = mutate::Reporter::new(Some(format.clone()));
+            let mut reporter = mutate::Reporter::new(Some(format.clone())).typed();
             let chosen: Vec<&Revision> = if args.revision > 0 {
                 vec![
                     history
@@ -196,8 +195,7 @@ pub async fn run(global: &GlobalOptions, args: &HistoryArgs) -> anyhow::Result<(
                 history.values().collect()
             };
             for rev in chosen {
-                let holder = crate::cmd::set::typed_copy("ReplicaSet", &rev.holder);
-                reporter.report(&resource, &holder, "", DryRun::None)?;
+                reporter.report(&resource, &rev.holder, "", DryRun::None)?;
             }
             continue;
         }
@@ -292,15 +290,13 @@ pub async fn run_undo(global: &GlobalOptions, args: &UndoArgs) -> anyhow::Result
     let mut sel = args.target.selection();
     sel.all = true;
     let targets = objects::targets(&factory, &args.target.args, &sel, false).await?;
-    let mut reporter = args.print.reporter_for(format.clone());
+    let mut reporter = args.print.reporter_for(format.clone()).typed();
     let mut errors = Vec::new();
     for target in &targets {
         match undo_one(&factory, target, args.to_revision, dry_run).await {
             // Upstream prints the object as it was read, before the rollback.
             Ok(_) if format.is_some() => {
-                let object =
-                    crate::cmd::set::typed_copy(&target.info.resource.kind, &target.object);
-                reporter.report(&target.info.resource, &object, "", dry_run)?
+                reporter.report(&target.info.resource, &target.object, "", dry_run)?
             }
             Ok(result) => println!("{} {result}{}", target.name_line(), dry_run.suffix()),
             Err(err) => errors.push(err),

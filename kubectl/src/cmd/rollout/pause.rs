@@ -125,7 +125,7 @@ pub async fn run(global: &GlobalOptions, args: &PauseArgs, action: Action) -> an
     args.target.require()?;
     // Upstream's pause, resume and restart have no --dry-run.
     let dry_run = DryRun::None;
-    let mut reporter = args.print.reporter()?;
+    let mut reporter = args.print.reporter()?.typed();
     let factory = Factory::new(global).await?;
     let mut sel = args.target.selection();
     sel.all = true;
@@ -154,10 +154,7 @@ pub async fn run(global: &GlobalOptions, args: &PauseArgs, action: Action) -> an
             Action::Restart => "restarted",
         };
         match send_patch(&factory, &target.info, &patch, dry_run, &args.field_manager).await {
-            Ok(object) => {
-                let object = crate::cmd::set::typed_copy(&target.info.resource.kind, &object);
-                reporter.report(&target.info.resource, &object, verb, dry_run)?
-            }
+            Ok(object) => reporter.report(&target.info.resource, &object, verb, dry_run)?,
             Err(err) => errors.push(anyhow::anyhow!(
                 "failed to patch: {}",
                 crate::errors::render(&err)
