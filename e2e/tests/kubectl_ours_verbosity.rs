@@ -62,6 +62,12 @@ fn assert_klog_header(line: &str) {
     assert!(ok, "not a klog header: {line:?}");
 }
 
+/// Whether `line` starts a klog entry (any severity) rather than continuing one.
+fn is_klog_line(line: &str) -> bool {
+    let b = line.as_bytes();
+    b.len() > 5 && b"IWEF".contains(&b[0]) && b[1..5].iter().all(u8::is_ascii_digit)
+}
+
 /// Runs `args` (with `-n <ns>` first) with both kubectls.
 fn both(cmp: &Comparison, args: &[&str]) -> (Output, Output) {
     let run = |k: &Kubectl, ns: &str| {
@@ -232,7 +238,7 @@ async fn higher_levels_add_headers_and_bodies() {
         stderr
             .lines()
             .filter(|l| {
-                if l.starts_with('I') {
+                if is_klog_line(l) {
                     in_request_log = l.contains(" round_trippers.go:") || l.contains(" helper.go:");
                 }
                 in_request_log
@@ -249,7 +255,7 @@ async fn higher_levels_add_headers_and_bodies() {
                         .join(",")
                 };
                 let trimmed = l.trim();
-                if l.starts_with('I') {
+                if is_klog_line(l) {
                     assert_klog_header(l);
                     let body = &l[l.find("] ").unwrap() + 2..];
                     let msg_end = body[1..].find('"').map_or(body.len(), |i| i + 2);
