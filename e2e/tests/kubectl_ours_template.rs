@@ -4,6 +4,9 @@
 //! (a template that does not parse; one that fails executing, whose debugging notes upstream
 //! writes to stdout) with their exit code.
 
+#[path = "kubectl_ours_template/print_flags.rs"]
+mod print_flags;
+
 use e2e::kubectl_compare::{Comparison, Fixture, Mode, normalize_identity, replace_word};
 
 const OBJECTS: &str = "\
@@ -298,93 +301,7 @@ async fn templates_match_upstream() {
         "-o",
         "go-template={{.metadata.name}} {{len .metadata}}",
     ]);
-    // `--template` and `--allow-missing-template-keys` of every command with PrintFlags.
-    cmp.step(&[
-        "create",
-        "configmap",
-        "fresh",
-        "--from-literal=k=v",
-        "--dry-run=client",
-        "--template",
-        "{{.metadata.name}}={{.data.k}}",
-    ]);
-    cmp.step(&[
-        "label",
-        "configmap/other",
-        "extra=1",
-        "-o",
-        "go-template",
-        "--template={{.metadata.labels.extra}}/{{.metadata.name}}",
-    ]);
-    cmp.step(&[
-        "annotate",
-        "configmap/other",
-        "note=x",
-        "--template={{range $k, $v := .metadata.annotations}}{{$k}}={{$v}};{{end}}",
-    ]);
-    cmp.step(&[
-        "apply",
-        "-f",
-        &objects,
-        "--template={{.kind}}/{{.metadata.name}} ",
-    ]);
-    cmp.step(&[
-        "apply",
-        "-f",
-        &objects,
-        "-o",
-        "go-template",
-        "--template={{.kind}} {{range .items}}{{.metadata.name}} {{end}}",
-    ]);
-    cmp.step(&[
-        "scale",
-        "deployment/web",
-        "--replicas=2",
-        "--template={{.spec.replicas}}",
-    ]);
-    cmp.step(&[
-        "set",
-        "image",
-        "deployment/web",
-        "nginx=nginx:1.28",
-        "--dry-run=server",
-        "-o",
-        "template",
-        "--template={{range .spec.template.spec.containers}}{{.image}} {{end}}",
-    ]);
-    cmp.step(&[
-        "create",
-        "configmap",
-        "fresh",
-        "--from-literal=k=v",
-        "--dry-run=server",
-        "-o",
-        "yaml",
-        "--show-managed-fields",
-    ]);
-    cmp.step(&["events", "--template={{.kind}} {{len .items}}"]);
-    cmp.step(&[
-        "events",
-        "-o",
-        "go-template",
-        "--template={{.nope}}",
-        "--allow-missing-template-keys=false",
-    ]);
-    let (success, stdout) = step_masked(
-        &cmp,
-        &[
-            "label",
-            "configmap/cfg",
-            "extra=3",
-            "--dry-run=client",
-            "--allow-missing-template-keys=false",
-            "--template={{.metadata.name}} {{.nope}}",
-        ],
-    );
-    assert!(
-        !success && stdout.contains("map has no entry for key"),
-        "{stdout}"
-    );
+    print_flags::steps(&cmp, &objects);
 
     // Errors: no template, an unreadable file, templates that do not parse.
     for bad in [

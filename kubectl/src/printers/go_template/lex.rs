@@ -344,3 +344,47 @@ pub fn unquote(body: &str) -> Option<String> {
     }
     Some(out)
 }
+
+/// How Go's parser names a token in `unexpected ...`.
+pub fn describe(tok: &Tok) -> String {
+    let quote = |s: &str| {
+        if s.chars().count() > 10 {
+            format!("{:?}...", s.chars().take(10).collect::<String>())
+        } else {
+            format!("{s:?}")
+        }
+    };
+    match tok {
+        Tok::Eof => "EOF".into(),
+        Tok::Error(m) => m.clone(),
+        Tok::Left => quote("{{"),
+        Tok::Right => quote("}}"),
+        Tok::Space => quote(" "),
+        Tok::Ident(s) if is_keyword(s) => format!("<{s}>"),
+        Tok::Ident(s) | Tok::Field(s) | Tok::Var(s) | Tok::Num(s) | Tok::Text(s) => quote(s),
+        Tok::Str(raw, _) | Tok::Char(raw, _) => quote(raw),
+        Tok::Dot => quote("."),
+        Tok::Pipe => quote("|"),
+        Tok::LParen => quote("("),
+        Tok::RParen => quote(")"),
+        Tok::Declare => quote(":="),
+        Tok::Assign => quote("="),
+        Tok::Comma => quote(","),
+    }
+}
+
+pub fn is_keyword(s: &str) -> bool {
+    matches!(
+        s,
+        "if" | "else"
+            | "end"
+            | "range"
+            | "with"
+            | "template"
+            | "define"
+            | "block"
+            | "break"
+            | "continue"
+            | "nil"
+    )
+}

@@ -2,7 +2,7 @@
 //! if/else if/with/range with else, variables with scopes, pipelines and parenthesised
 //! pipelines, with Go's error texts (`function "x" not defined`, `unexpected EOF`, ...).
 
-use super::lex::{Tok, Token, lex};
+use super::lex::{Tok, Token, describe, is_keyword, lex};
 use super::node::{Arg, Cmd, Node, Pipe};
 use std::collections::BTreeMap;
 
@@ -383,48 +383,4 @@ impl Parser<'_> {
             }
         }))
     }
-}
-
-/// How Go's parser names a token in `unexpected ...`.
-fn describe(tok: &Tok) -> String {
-    let quote = |s: &str| {
-        if s.chars().count() > 10 {
-            format!("{:?}...", s.chars().take(10).collect::<String>())
-        } else {
-            format!("{s:?}")
-        }
-    };
-    match tok {
-        Tok::Eof => "EOF".into(),
-        Tok::Error(m) => m.clone(),
-        Tok::Left => quote("{{"),
-        Tok::Right => quote("}}"),
-        Tok::Space => quote(" "),
-        Tok::Ident(s) if is_keyword(s) => format!("<{s}>"),
-        Tok::Ident(s) | Tok::Field(s) | Tok::Var(s) | Tok::Num(s) | Tok::Text(s) => quote(s),
-        Tok::Str(raw, _) | Tok::Char(raw, _) => quote(raw),
-        Tok::Dot => quote("."),
-        Tok::Pipe => quote("|"),
-        Tok::LParen => quote("("),
-        Tok::RParen => quote(")"),
-        Tok::Declare => quote(":="),
-        Tok::Assign => quote("="),
-        Tok::Comma => quote(","),
-    }
-}
-
-fn is_keyword(s: &str) -> bool {
-    matches!(
-        s,
-        "if" | "else"
-            | "end"
-            | "range"
-            | "with"
-            | "template"
-            | "define"
-            | "block"
-            | "break"
-            | "continue"
-            | "nil"
-    )
 }
