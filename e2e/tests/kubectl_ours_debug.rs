@@ -267,6 +267,130 @@ async fn debug_matches_upstream() {
     ]);
 }
 
+/// `--custom`: a partial container merged over the profile's, in each mode, and what it may
+/// not change; and `-f`: objects debugged as their file says.
+#[tokio::test(flavor = "multi_thread")]
+async fn debug_custom_and_filename_match_upstream() {
+    let suite = Suite::start().await;
+    // Upstream 1.33 dereferences a file pod's spec.securityContext unchecked: the file has one.
+    let pod = suite.path("pod.yaml");
+    let elsewhere = suite.path("elsewhere.yaml");
+    let deployment = suite.path("deployment.yaml");
+    let node = suite.path("node.yaml");
+    suite.refused(&[
+        "debug",
+        "web",
+        "-f",
+        &pod,
+        "--image=busybox",
+        "--profile=general",
+    ]);
+    suite.refused(&[
+        "debug",
+        "-f",
+        &elsewhere,
+        "--image=busybox",
+        "--profile=general",
+    ]);
+    suite.refused(&[
+        "debug",
+        "-f",
+        &deployment,
+        "--image=busybox",
+        "--profile=general",
+    ]);
+    suite.same(&[
+        "debug",
+        "-f",
+        &pod,
+        "--image=busybox",
+        "-c",
+        "f1",
+        "--profile=general",
+    ]);
+    suite.same(&[
+        "debug",
+        "-f",
+        &pod,
+        "--image=busybox",
+        "--copy-to=copy-file",
+        "-c",
+        "f2",
+        "--profile=legacy",
+    ]);
+    suite.same_pods("the pods from a file");
+    suite.same_node_pod(&[
+        "debug",
+        "-f",
+        &node,
+        "--image=busybox",
+        "--profile=sysadmin",
+    ]);
+    let json = suite.path("custom.json");
+    let yaml = suite.path("custom.yaml");
+    let image = suite.path("image.yaml");
+    let lifecycle = suite.path("lifecycle.yaml");
+    let json_flag = format!("--custom={json}");
+    let yaml_flag = format!("--custom={yaml}");
+    let missing = format!("--custom={}", suite.path("missing.yaml"));
+    for flag in [
+        format!("--custom={image}"),
+        format!("--custom={lifecycle}"),
+        missing,
+    ] {
+        suite.refused(&["debug", "web", "--image=busybox", &flag]);
+    }
+    suite.same(&[
+        "debug",
+        "web",
+        "--image=busybox",
+        "-c",
+        "c1",
+        "--profile=general",
+        &yaml_flag,
+        "--env=A=1",
+    ]);
+    suite.same(&[
+        "debug",
+        "nonroot",
+        "--image=busybox",
+        "-c",
+        "c2",
+        "--profile=netadmin",
+        &json_flag,
+    ]);
+    suite.same(&[
+        "debug",
+        "web",
+        "--image=busybox",
+        "--copy-to=copy-c3",
+        "-c",
+        "c3",
+        "--profile=sysadmin",
+        &yaml_flag,
+    ]);
+    suite.same(&[
+        "debug",
+        "web",
+        "--copy-to=copy-app",
+        "-c",
+        "app",
+        "--profile=general",
+        &json_flag,
+        "--",
+        "sh",
+    ]);
+    suite.same_pods("the custom profiles");
+    suite.same_node_pod(&[
+        "debug",
+        "node/debug-node",
+        "--image=busybox",
+        "--profile=general",
+        "-q",
+        &yaml_flag,
+    ]);
+}
+
 #[test]
 fn random_suffixes_are_masked() {
     assert_eq!(

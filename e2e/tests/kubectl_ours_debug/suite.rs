@@ -45,6 +45,36 @@ spec:
     image: busybox
 "#;
 
+/// The files the `--custom` and `-f` cases read, written into the cluster's temp dir.
+const FILES: &[(&str, &str)] = &[
+    (
+        "pod.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: nonroot\n  labels: {from: file}\nspec:\n  securityContext: {runAsUser: 1000}\n  containers:\n  - name: app\n    image: busybox\n    readinessProbe: {exec: {command: [\"true\"]}}\n",
+    ),
+    (
+        "elsewhere.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\n  namespace: elsewhere\nspec:\n  containers:\n  - name: app\n    image: nginx\n",
+    ),
+    (
+        "deployment.yaml",
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\nspec:\n  selector: {matchLabels: {a: b}}\n  template:\n    metadata: {labels: {a: b}}\n    spec:\n      containers: [{name: c, image: busybox}]\n",
+    ),
+    (
+        "node.yaml",
+        "apiVersion: v1\nkind: Node\nmetadata:\n  name: debug-node\n",
+    ),
+    (
+        "custom.json",
+        r#"{"env":[{"name":"EXTRA","value":"1"}],"securityContext":{"runAsUser":0,"capabilities":{"add":["SYS_ADMIN"]}},"stdin":true}"#,
+    ),
+    (
+        "custom.yaml",
+        "env:\n- name: FROM_FILE\n  value: \"2\"\nresources:\n  limits:\n    cpu: 100m\nworkingDir: /tmp\n",
+    ),
+    ("image.yaml", "image: other\n"),
+    ("lifecycle.yaml", "lifecycle: {}\n"),
+];
+
 pub const PROFILES: [&str; 6] = [
     "legacy",
     "general",
@@ -88,7 +118,7 @@ pub fn mask_random(text: &str) -> String {
 
 pub struct Suite {
     cmp: Comparison,
-    _cluster: SecureCluster,
+    cluster: SecureCluster,
 }
 
 impl Suite {
@@ -111,10 +141,15 @@ impl Suite {
                 assert!(out.success, "creating a pod: {}", out.stderr);
             }
         }
-        Suite {
-            cmp,
-            _cluster: cluster,
+        for (name, text) in FILES {
+            std::fs::write(cluster.dir().join(name), text).expect("writing a test file");
         }
+        Suite { cmp, cluster }
+    }
+
+    /// The path of the file `name` of [`FILES`] (or of a file that does not exist).
+    pub fn path(&self, name: &str) -> String {
+        self.cluster.dir().join(name).display().to_string()
     }
 
     fn norm(text: &str, ns: &str) -> String {

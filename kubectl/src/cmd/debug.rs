@@ -16,7 +16,7 @@ use clap::Args;
 use generate::{CopyOptions, Spec};
 use profiles::{Keep, Profile};
 use serde_json::{Value, json};
-use validate::{string_to_string, validate};
+use validate::{read_custom, string_to_string, validate};
 
 /// Flags of `kubectl debug`.
 #[derive(Debug, Clone, Args)]
@@ -34,6 +34,9 @@ pub struct DebugArgs {
     /// attach ...' were called.
     #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "bool")]
     pub attach: Option<bool>,
+    /// identifying the resource to debug
+    #[arg(short = 'f', long = "filename", value_name = "strings")]
+    pub filename: Vec<String>,
     /// Container name to use for debug container.
     #[arg(short = 'c', long, value_name = "string")]
     pub container: Option<String>,
@@ -67,6 +70,10 @@ pub struct DebugArgs {
     /// If true, keep the original startup probes.
     #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "bool", default_value = "false")]
     pub keep_startup: bool,
+    /// Path to a JSON or YAML file containing a partial container spec to customize built-in
+    /// debug profiles.
+    #[arg(long, value_name = "string")]
+    pub custom: Option<String>,
     /// Options are "legacy", "general", "baseline", "netadmin", "restricted" or "sysadmin".
     #[arg(long, value_name = "string", default_value = "legacy")]
     pub profile: String,
@@ -138,7 +145,11 @@ async fn debug(global: &GlobalOptions, args: &DebugArgs) -> anyhow::Result<()> {
     let env = string_to_string(&args.env, "env")?;
     let set_images = string_to_string(&args.set_image, "set-image")?;
     let profile = Profile::parse(&args.profile)?;
-    validate(args, &set_images, attach)?;
+    let custom = match args.custom.as_deref().filter(|c| !c.is_empty()) {
+        Some(path) => Some(read_custom(path)?),
+        None => None,
+    };
+    validate(args, &set_images, attach, custom.as_ref())?;
     let factory = Factory::new(global).await?;
     let spec = Spec {
         name: args.container.as_deref().filter(|c| !c.is_empty()),
@@ -151,6 +162,7 @@ async fn debug(global: &GlobalOptions, args: &DebugArgs) -> anyhow::Result<()> {
         tty: args.tty,
         quiet: args.quiet,
         profile,
+        custom: custom.as_ref(),
         keep: Keep {
             labels: args.keep_labels,
             annotations: args.keep_annotations,
@@ -161,10 +173,23 @@ async fn debug(global: &GlobalOptions, args: &DebugArgs) -> anyhow::Result<()> {
         },
     };
     // The builder resolves every type before any object is fetched.
-    let targets = resolve(&factory, &args.targets).await?;
-    for (resource, name) in targets {
-        let namespace = resource.namespaced.then(|| factory.namespace());
-        let object = factory.get(&resource.object_path(namespace, &name)).await?;
+    if !args.filename.is_empty() && !args.targets.is_empty() {
+        anyhow::bail!("resource/name arguments cannot be provided when a path is specified");
+    }
+    // Objects from `-f` are debugged as the files say (upstream's builder does not fetch
+    // them); named ones are fetched in order.
+    let targets = match args.filename.is_empty() {
+        true => resolve(&factory, &args.targets).await?,
+        false => from_files(&factory, &args.filename).await?,
+    };
+    for (resource, name, from_file) in targets {
+        let object = match from_file {
+            Some(object) => object,
+            None => {
+                let namespace = resource.namespaced.then(|| factory.namespace());
+                factory.get(&resource.object_path(namespace, &name)).await?
+            }
+        };
         let (pod, container) = match (resource.group.as_str(), resource.kind.as_str()) {
             ("", "Node") => node(&factory, &spec, &name).await?,
             ("", "Pod") if !args.copy_to.is_empty() => {
@@ -187,11 +212,28 @@ async fn debug(global: &GlobalOptions, args: &DebugArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+type Target = (ApiResource, String, Option<Value>);
+
+/// The objects of `-f` manifests, in the namespace the builder gives them.
+async fn from_files(factory: &Factory, filenames: &[String]) -> anyhow::Result<Vec<Target>> {
+    let selection = crate::resource::Selection {
+        filenames: filenames.to_vec(),
+        ..Default::default()
+    };
+    let resolved = crate::resource::resolve(factory, &[], &selection).await?;
+    let mut out = Vec::new();
+    for info in resolved.infos {
+        let mut object = info.object.unwrap_or(Value::Null);
+        if let Some(ns) = &info.namespace {
+            object["metadata"]["namespace"] = json!(ns);
+        }
+        out.push((info.resource, info.name.unwrap_or_default(), Some(object)));
+    }
+    Ok(out)
+}
+
 /// `NAME` (a pod) or `TYPE/NAME`, as upstream's `ResourceNames("pods", ...)`.
-async fn resolve(
-    factory: &Factory,
-    targets: &[String],
-) -> anyhow::Result<Vec<(ApiResource, String)>> {
+async fn resolve(factory: &Factory, targets: &[String]) -> anyhow::Result<Vec<Target>> {
     let discovery = factory.discovery();
     let mut mapper = discovery.mapper().await?;
     let mut out = Vec::new();
@@ -210,7 +252,7 @@ async fn resolve(
                 })?
             }
         };
-        out.push((resource, name.to_owned()));
+        out.push((resource, name.to_owned(), None));
     }
     Ok(out)
 }
@@ -231,7 +273,7 @@ async fn create(factory: &Factory, namespace: &str, pod: &Value) -> anyhow::Resu
 }
 
 async fn node(factory: &Factory, spec: &Spec<'_>, node: &str) -> anyhow::Result<(Value, String)> {
-    let pod = spec.node_pod(node);
+    let pod = spec.node_pod(node)?;
     let created = create(factory, factory.namespace(), &pod).await?;
     let container = created
         .pointer("/spec/containers/0/name")
@@ -278,7 +320,7 @@ async fn ephemeral(
     target: &str,
     pod: &Value,
 ) -> anyhow::Result<(Value, String)> {
-    let (container, debug_pod, patch) = spec.ephemeral(pod, target);
+    let (container, debug_pod, patch) = spec.ephemeral(pod, target)?;
     warn_non_root(&debug_pod, "ephemeralContainers", &container);
     let namespace = pod["metadata"]["namespace"].as_str().unwrap_or("");
     let name = pod["metadata"]["name"].as_str().unwrap_or("");

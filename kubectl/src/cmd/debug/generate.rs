@@ -17,6 +17,8 @@ pub struct Spec<'a> {
     pub quiet: bool,
     pub profile: Profile,
     pub keep: Keep,
+    /// `--custom`'s partial container, merged over the profile's.
+    pub custom: Option<&'a Value>,
 }
 
 /// `metav1`'s random suffix alphabet (no vowels, no confusable digits).
@@ -97,7 +99,7 @@ impl Spec<'_> {
     }
 
     /// The pod with the ephemeral container added (its name, and the patch to send).
-    pub fn ephemeral(&self, pod: &Value, target: &str) -> (String, Value, Value) {
+    pub fn ephemeral(&self, pod: &Value, target: &str) -> anyhow::Result<(String, Value, Value)> {
         let name = self.container_name(pod);
         let mut container = self.container(&name);
         if !target.is_empty() {
@@ -114,12 +116,13 @@ impl Spec<'_> {
         debug_pod["spec"]["ephemeralContainers"] = json!(list);
         self.profile
             .apply(&mut debug_pod, &name, Mode::Ephemeral, self.keep);
+        self.customize(&mut debug_pod, "ephemeralContainers", &name)?;
         let patch = ephemeral_patch(&existing, &debug_pod);
-        (name, debug_pod, patch)
+        Ok((name, debug_pod, patch))
     }
 
     /// The node debugging pod for `node`.
-    pub fn node_pod(&self, node: &str) -> Value {
+    pub fn node_pod(&self, node: &str) -> anyhow::Result<Value> {
         let name = self.name.unwrap_or("debugger");
         let pod_name = format!("node-debugger-{node}-{}", random_suffix(5));
         if !self.quiet {
@@ -137,7 +140,8 @@ impl Spec<'_> {
             },
         });
         self.profile.apply(&mut pod, name, Mode::Node, self.keep);
-        pod
+        self.customize(&mut pod, "containers", name)?;
+        Ok(pod)
     }
 
     /// The copy `copy_to` of `pod`, and the container to attach to (empty for a
@@ -202,7 +206,40 @@ impl Spec<'_> {
         self.modify(&mut copied, &name);
         self.profile
             .apply(&mut copied, &name, Mode::Copy, self.keep);
+        self.customize(&mut copied, "containers", &name)?;
         Ok((copied, name))
+    }
+
+    /// Upstream's `applyCustomProfile`: `--custom` merged into the container `name` of
+    /// `list` as a strategic merge patch of a Container.
+    fn customize(&self, pod: &mut Value, list: &str, name: &str) -> anyhow::Result<()> {
+        let Some(custom) = self.custom else {
+            return Ok(());
+        };
+        let pod_name = pod["metadata"]["name"].as_str().unwrap_or("").to_owned();
+        let what = if list == "ephemeralContainers" {
+            "ephemeral container"
+        } else {
+            "container"
+        };
+        let Some(c) = pod["spec"]
+            .get_mut(list)
+            .and_then(Value::as_array_mut)
+            .and_then(|l| l.iter_mut().find(|c| c["name"] == name))
+        else {
+            anyhow::bail!("unable to find the {name} {what} in the pod {pod_name}");
+        };
+        let mut patch = custom.clone();
+        patch["name"] = json!(name);
+        *c = api_types::strategicpatch::merge_objects(
+            c,
+            &patch,
+            api_types::strategicpatch::Schema::named("Container"),
+        )
+        .map_err(|err| {
+            anyhow::anyhow!("error creating three way patch to add debug container: {err}")
+        })?;
+        Ok(())
     }
 
     /// The flags' changes to the (new or existing) container `name` of a copy.

@@ -2,6 +2,7 @@
 
 use super::DebugArgs;
 use super::image;
+use serde_json::Value;
 
 /// pflag's `stringToString`: `k=v` pairs, comma separated, later keys winning.
 pub fn string_to_string(values: &[String], flag: &str) -> anyhow::Result<Vec<(String, String)>> {
@@ -27,6 +28,7 @@ pub fn validate(
     args: &DebugArgs,
     set_images: &[(String, String)],
     attach: bool,
+    custom: Option<&Value>,
 ) -> anyhow::Result<()> {
     let container = args.container.as_deref().unwrap_or("");
     if attach && args.attach.is_some() && args.image.is_empty() && container.is_empty() {
@@ -58,7 +60,7 @@ pub fn validate(
             args.image
         );
     }
-    if args.targets.is_empty() {
+    if args.targets.is_empty() && args.filename.is_empty() {
         anyhow::bail!("NAME or filename is required for debug");
     }
     if !matches!(
@@ -90,10 +92,49 @@ pub fn validate(
     if args.tty && !args.stdin {
         anyhow::bail!("-i/--stdin is required for containers with -t/--tty=true");
     }
+    if let Some(custom) = custom {
+        let set = |k: &str| match custom.get(k) {
+            None | Some(Value::Null) => false,
+            Some(Value::String(s)) => !s.is_empty(),
+            Some(Value::Array(a)) => !a.is_empty(),
+            Some(_) => true,
+        };
+        if ["name", "command", "image", "volumeDevices"]
+            .iter()
+            .any(|k| set(k))
+            || custom.get("lifecycle").is_some_and(|l| !l.is_null())
+        {
+            anyhow::bail!(
+                "name, command, image, lifecycle and volume devices are not modifiable via custom profile"
+            );
+        }
+    }
     if args.profile == "legacy" {
         eprintln!(
             "--profile=legacy is deprecated and will be removed in the future. It is recommended to explicitly specify a profile, for example \"--profile=general\"."
         );
     }
     Ok(())
+}
+
+/// `--custom`: a partial container spec in JSON or YAML.
+pub fn read_custom(path: &str) -> anyhow::Result<Value> {
+    let text = std::fs::read_to_string(path).map_err(|err| {
+        let reason = match err.kind() {
+            std::io::ErrorKind::NotFound => "no such file or directory".to_owned(),
+            _ => err.to_string(),
+        };
+        anyhow::anyhow!(
+            "must pass a container spec json file for custom profile: open {path}: {reason}"
+        )
+    })?;
+    let parsed = serde_json::from_str::<Value>(&text)
+        .or_else(|_| serde_yaml::from_str::<Value>(&text))
+        .map_err(|err| anyhow::anyhow!("{path} does not contain a valid container spec: {err}"))?;
+    match parsed {
+        Value::Object(_) => Ok(parsed),
+        // An empty document leaves the container as it is.
+        Value::Null => Ok(Value::Object(Default::default())),
+        _ => anyhow::bail!("{path} does not contain a valid container spec: not an object"),
+    }
 }
