@@ -369,6 +369,28 @@ async fn ours_matches_upstream() {
         &["-s", "https://127.0.0.1:1", "get", "pods"],
         Mode::LastStderrLine,
     );
+    // Not found: a named object in a namespace that does not exist either is reported as the
+    // namespace's NotFound, but for delete; scale words its own.
+    for args in [
+        &["get", "cm", "nope"][..],
+        &["get", "cm", "nope", "-w"],
+        &["scale", "deploy", "nope", "--replicas=1"],
+        &["scale", "deploy", "web", "nope", "--replicas=2"],
+    ] {
+        cmp.step(args);
+    }
+    for args in [
+        &["get", "cm", "x", "-n", "nosuch-ns"][..],
+        &["get", "cm", "x", "-n", "nosuch-ns", "-o", "yaml"],
+        &["get", "cm", "x", "-n", "nosuch-ns", "-w"],
+        &["describe", "cm", "x", "-n", "nosuch-ns"],
+        &["label", "cm", "x", "a=b", "-n", "nosuch-ns"],
+        &["scale", "deploy", "x", "--replicas=1", "-n", "nosuch-ns"],
+        &["delete", "cm", "x", "-n", "nosuch-ns"],
+        &["get", "cm", "-n", "nosuch-ns"],
+    ] {
+        cmp.shared(args, Mode::Exact);
+    }
     cmp.assert_same_state(STATE);
 
     // Deleting.

@@ -85,9 +85,36 @@ impl Factory {
         result
     }
 
-    /// GET `path` as JSON.
+    /// GET `path` as JSON. A named object not found in a namespace other than `default` that
+    /// does not exist either is reported as the namespace's NotFound, as upstream's resource
+    /// `Info.Get` does.
     pub async fn get(&self, path: &str) -> anyhow::Result<Value> {
+        self.get_as(path, None).await
+    }
+
+    /// GET `path` as JSON, a 404 as it comes (polls for an object's deletion).
+    pub async fn get_plain(&self, path: &str) -> anyhow::Result<Value> {
         self.request(Method::GET, path, None, None).await
+    }
+
+    /// [`Factory::get`] with another `Accept` (a Table).
+    pub async fn get_as(&self, path: &str, accept: Option<&str>) -> anyhow::Result<Value> {
+        let result = self.request(Method::GET, path, None, accept).await;
+        let not_found = |err: &anyhow::Error| {
+            err.downcast_ref::<ApiError>()
+                .is_some_and(|e| e.code == 404)
+        };
+        if let Err(err) = &result
+            && not_found(err)
+            && let Some(ns) = object_namespace(path).filter(|ns| *ns != "default")
+            && let Err(ns_err) = self
+                .request(Method::GET, &format!("/api/v1/namespaces/{ns}"), None, None)
+                .await
+            && not_found(&ns_err)
+        {
+            return Err(ns_err);
+        }
+        result
     }
 
     /// One request; `body` is `(bytes, content type)`, `accept` overrides `application/json`.
@@ -377,6 +404,19 @@ pub fn cache_key(url: &http::Uri) -> String {
         .collect()
 }
 
+/// The namespace of a namespaced object's path (`/api/v1/namespaces/NS/pods/NAME[/sub]`,
+/// `/apis/G/V/namespaces/NS/R/NAME[/sub]`); `None` for collections and anything else.
+fn object_namespace(path: &str) -> Option<&str> {
+    let path = path.split('?').next().unwrap_or(path);
+    let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    let at = match segments.first() {
+        Some(&"api") => 2,
+        Some(&"apis") => 3,
+        _ => return None,
+    };
+    (segments.get(at) == Some(&"namespaces") && segments.len() > at + 3).then(|| segments[at + 1])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -389,6 +429,24 @@ mod tests {
             ("http://[::1]:8080/prefix", "___1__8080"),
         ] {
             assert_eq!(cache_key(&url.parse().unwrap()), want, "{url}");
+        }
+    }
+
+    #[test]
+    fn object_namespaces() {
+        for (path, want) in [
+            ("/api/v1/namespaces/a/pods/x", Some("a")),
+            ("/api/v1/namespaces/a/pods/x/log?container=c", Some("a")),
+            (
+                "/apis/apps/v1/namespaces/b/deployments/web/scale",
+                Some("b"),
+            ),
+            ("/api/v1/namespaces/a/pods", None),
+            ("/api/v1/namespaces/a", None),
+            ("/api/v1/nodes/n", None),
+            ("/version", None),
+        ] {
+            assert_eq!(object_namespace(path), want, "{path}");
         }
     }
 }

@@ -238,7 +238,7 @@ async fn wait_gone(
     deadline: Instant,
 ) -> anyhow::Result<()> {
     loop {
-        match factory.get(&info.path()).await {
+        match factory.get_plain(&info.path()).await {
             Err(err)
                 if err
                     .downcast_ref::<ApiError>()

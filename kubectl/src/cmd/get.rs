@@ -267,9 +267,7 @@ async fn fetch(
             .map(|(k, v)| ((*k).into(), (*v).into()))
             .collect();
         let url = resource::with_query(&info.path(), &query);
-        let found = factory
-            .request(http::Method::GET, &url, None, accept)
-            .await?;
+        let found = factory.get_as(&url, accept).await?;
         return Ok(if table {
             (vec![found], vec![])
         } else {

@@ -3,7 +3,7 @@
 
 use super::mutate::{self, DryRun};
 use crate::app::options::GlobalOptions;
-use crate::errors::Reported;
+use crate::errors::{ApiError, Reported};
 use crate::factory::Factory;
 use crate::resource::{self, Info, Selection};
 use clap::Args;
@@ -82,8 +82,28 @@ pub async fn run(global: &GlobalOptions, args: &ScaleArgs) -> anyhow::Result<()>
     if targets.is_empty() {
         anyhow::bail!("no objects passed to scale");
     }
+    // Upstream reads every object before scaling any (its builder's latest versions): the
+    // ones it could not read are reported after the others are scaled, and when it could
+    // read none the command ends with its own wording.
+    let mut read = Vec::new();
     let mut errors = Vec::new();
     for info in &targets {
+        match factory.get(&info.path()).await {
+            Ok(object) => read.push((info, object)),
+            Err(err) => errors.push(err),
+        }
+    }
+    if read.is_empty()
+        && let Some(err) = errors.first()
+    {
+        let message = match err.downcast_ref::<ApiError>() {
+            Some(api) => api.message.clone(),
+            None => err.to_string(),
+        };
+        anyhow::bail!("no objects passed to scale {message}");
+    }
+    let unread = std::mem::take(&mut errors);
+    for (info, object) in read {
         let result = async {
             let scale_path = format!("{}/scale", info.path());
             let scale = factory.get(&scale_path).await?;
@@ -109,7 +129,6 @@ pub async fn run(global: &GlobalOptions, args: &ScaleArgs) -> anyhow::Result<()>
                 );
             }
             // Upstream prints the object as it read it, before the scale.
-            let object = factory.get(&info.path()).await?;
             if dry_run == DryRun::Client {
                 return Ok(object);
             }
@@ -135,6 +154,7 @@ pub async fn run(global: &GlobalOptions, args: &ScaleArgs) -> anyhow::Result<()>
             Err(err) => errors.push(err),
         }
     }
+    errors.extend(unread);
     match errors.len() {
         0 => Ok(()),
         1 => Err(errors.remove(0)),

@@ -90,7 +90,7 @@ pub async fn run(global: &GlobalOptions, args: &WaitArgs) -> anyhow::Result<()> 
     let mut objects: Vec<(Info, Value)> = Vec::new();
     for info in resolved.infos {
         if info.name.is_some() {
-            match factory.get(&info.path()).await {
+            match factory.get_plain(&info.path()).await {
                 Ok(object) => objects.push((info, object)),
                 Err(err) if matches!(cond, For::Delete) && is_not_found(&err) => {}
                 Err(err) => return Err(err),
@@ -220,7 +220,7 @@ async fn wait_created(
     deadline: Option<Instant>,
 ) -> anyhow::Result<Value> {
     loop {
-        match factory.get(&info.path()).await {
+        match factory.get_plain(&info.path()).await {
             Ok(object) => return Ok(object),
             Err(err) if is_not_found(&err) => {}
             Err(err) => return Err(err),

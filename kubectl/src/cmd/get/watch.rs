@@ -37,6 +37,8 @@ pub async fn run(
     let mut collection = info.clone();
     let mut sel = sel.clone();
     if let Some(name) = &info.name {
+        // Upstream reads the named object first: a missing one is an error, not an empty watch.
+        factory.get(&info.path()).await?;
         collection.name = None;
         sel.field_selector = Some(format!("metadata.name={name}"));
     }
