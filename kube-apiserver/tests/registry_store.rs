@@ -255,6 +255,19 @@ async fn finalizers_orphaning_and_graceful_pods() {
         Ok(DeleteOutcome::Deleted(_))
     ));
 
+    // gracePeriodSeconds means nothing to a kind without graceful deletion.
+    cms.create(Some("ns"), configmap("graceless"))
+        .await
+        .unwrap();
+    let grace = DeleteOptions {
+        grace_period_seconds: Some(5),
+        ..Default::default()
+    };
+    assert!(matches!(
+        cms.delete(Some("ns"), "graceless", &grace).await,
+        Ok(DeleteOutcome::Deleted(_))
+    ));
+
     let pods = f.store("", "v1", "pods");
     let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
         "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "busybox:1.36"}]}});
@@ -267,6 +280,16 @@ async fn finalizers_orphaning_and_graceful_pods() {
         panic!("a scheduled pod is deleted gracefully")
     };
     assert_eq!(terminating["metadata"]["deletionGracePeriodSeconds"], 30);
+    let unscheduled = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "u"},
+        "spec": {"containers": [{"name": "c", "image": "busybox:1.36"}]}});
+    pods.create(Some("ns"), unscheduled).await.unwrap();
+    assert!(
+        matches!(
+            pods.delete(Some("ns"), "u", &grace).await,
+            Ok(DeleteOutcome::Deleted(_))
+        ),
+        "a pod on no node has nothing to stop: it goes at once whatever grace was asked"
+    );
     let now = DeleteOptions {
         grace_period_seconds: Some(0),
         ..Default::default()

@@ -526,11 +526,12 @@ impl ResourceStore {
             }
             meta::set_finalizers(&mut next, &finalizers);
             let is_namespace = self.info().group.is_empty() && self.info().plural == "namespaces";
-            let grace = options
-                .grace_period_seconds
-                .or_else(|| self.strategy.graceful_delete_seconds(&object))
-                .unwrap_or(0)
-                .max(0);
+            // Only graceful kinds (pods) honour gracePeriodSeconds; a pod with nothing to stop
+            // (unscheduled, finished) goes at once whatever was asked, as upstream.
+            let grace = match self.strategy.graceful_delete_seconds(&object) {
+                None | Some(0) => 0,
+                Some(default) => options.grace_period_seconds.unwrap_or(default).max(0),
+            };
 
             let held = !finalizers.is_empty()
                 || grace > 0
