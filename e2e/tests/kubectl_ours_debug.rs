@@ -34,6 +34,11 @@ async fn debug_matches_upstream() {
         &["debug", "web", "--set-image=app=busybox", "--image=busybox"],
         &["debug", "web", "--image=busybox", "-t"],
         &["debug", "web", "--image=Bad Image"],
+        // A repeated flag's last value wins.
+        &["debug", "web", "--image=busybox", "--image=Bad Image"],
+        &["debug", "web", "--image=busybox", "--env=X"],
+        &["debug", "web", "--image=busybox", "--env=A=1,B=2,C"],
+        &["debug", "web", "--copy-to=x", "--set-image=app"],
         &[
             "debug",
             "web",

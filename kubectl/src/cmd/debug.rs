@@ -20,6 +20,8 @@ use validate::{read_custom, string_to_string, validate};
 
 /// Flags of `kubectl debug`.
 #[derive(Debug, Clone, Args)]
+// pflag lets a repeated flag's last value win.
+#[command(args_override_self = true)]
 pub struct DebugArgs {
     /// (POD | TYPE[[.VERSION].GROUP]/NAME)
     pub targets: Vec<String>,

@@ -4,15 +4,25 @@ use super::DebugArgs;
 use super::image;
 use serde_json::Value;
 
-/// pflag's `stringToString`: `k=v` pairs, comma separated, later keys winning.
+/// pflag's `stringToString`: one `k=v` pair, or (with more than one `=`) comma-separated
+/// pairs; later keys win.
 pub fn string_to_string(values: &[String], flag: &str) -> anyhow::Result<Vec<(String, String)>> {
     let mut out: Vec<(String, String)> = Vec::new();
     for value in values {
-        for item in value.split(',').filter(|i| !i.is_empty()) {
-            let Some((k, v)) = item.split_once('=') else {
-                anyhow::bail!(
-                    "invalid argument {value:?} for \"--{flag}\" flag: {item} must be formatted as key=value"
-                );
+        let bad = |what: &str| {
+            anyhow::anyhow!(
+                "invalid argument {value:?} for \"--{flag}\" flag: {what} must be formatted as key=value\nSee 'kubectl debug --help' for usage."
+            )
+        };
+        let pairs: Vec<&str> = match value.matches('=').count() {
+            0 => return Err(bad(value)),
+            1 => vec![value.trim_matches('"')],
+            // pflag reads these as one CSV record; no quoting is handled here.
+            _ => value.split(',').collect(),
+        };
+        for pair in pairs {
+            let Some((k, v)) = pair.split_once('=') else {
+                return Err(bad(pair));
             };
             out.retain(|(old, _)| old != k);
             out.push((k.to_owned(), v.to_owned()));
