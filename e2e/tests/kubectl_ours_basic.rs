@@ -369,6 +369,21 @@ async fn ours_matches_upstream() {
         &["-s", "https://127.0.0.1:1", "get", "pods"],
         Mode::LastStderrLine,
     );
+    // Invalid: upstream words it from the Status details (kind, name, each cause).
+    let invalid = write(
+        "invalid.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: inv\n  labels:\n    \"a b\": c\n    d: \"e f\"\n",
+    );
+    cmp.step(&["create", "-f", &invalid]);
+    cmp.step(&["apply", "-f", &invalid]);
+    cmp.step(&["label", "cm", "cfg", "x_y-=z"]);
+    cmp.step(&[
+        "patch",
+        "cm",
+        "cfg",
+        "-p",
+        r#"{"metadata":{"labels":{"a b":"c"}}}"#,
+    ]);
     // Not found: a named object in a namespace that does not exist either is reported as the
     // namespace's NotFound, but for delete; scale words its own.
     for args in [

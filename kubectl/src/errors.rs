@@ -13,6 +13,16 @@ pub struct ApiError {
     pub reason: String,
     /// `Status.message`.
     pub message: String,
+    /// `Status.details` of an Invalid error, which upstream prints instead of the message.
+    pub invalid: Option<InvalidDetails>,
+}
+
+/// The kind, name and causes (`field: message`) of an Invalid status.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct InvalidDetails {
+    pub kind: String,
+    pub name: String,
+    pub causes: Vec<String>,
 }
 
 impl ApiError {
@@ -21,19 +31,55 @@ impl ApiError {
     pub fn from_response(code: u16, body: &[u8]) -> Self {
         let status: Option<Value> = serde_json::from_slice(body).ok();
         match status.filter(|s| s.get("kind").and_then(Value::as_str) == Some("Status")) {
-            Some(status) => ApiError {
-                code,
-                reason: str_field(&status, "reason"),
-                message: str_field(&status, "message"),
-            },
+            Some(status) => ApiError::from_status(code, &status),
             None => {
                 let (reason, message) = generic(code, body);
                 ApiError {
                     code,
                     reason: reason.to_owned(),
                     message,
+                    invalid: None,
                 }
             }
+        }
+    }
+
+    /// The error a `Status` object describes (`code` when it carries none).
+    pub fn from_status(code: u16, status: &Value) -> Self {
+        let reason = str_field(status, "reason");
+        let details = status.get("details");
+        let invalid = details.filter(|_| reason == "Invalid").map(|d| {
+            let mut causes: Vec<String> = Vec::new();
+            for cause in d
+                .get("causes")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                let line = format!(
+                    "{}: {}",
+                    str_field(cause, "field"),
+                    str_field(cause, "message")
+                );
+                // Upstream drops repeated causes.
+                if !causes.contains(&line) {
+                    causes.push(line);
+                }
+            }
+            InvalidDetails {
+                kind: str_field(d, "kind"),
+                name: str_field(d, "name"),
+                causes,
+            }
+        });
+        ApiError {
+            code: status
+                .get("code")
+                .and_then(Value::as_u64)
+                .map_or(code, |c| c as u16),
+            reason,
+            message: str_field(status, "message"),
+            invalid,
         }
     }
 
@@ -117,6 +163,22 @@ fn generic(code: u16, body: &[u8]) -> (&'static str, String) {
 
 impl fmt::Display for ApiError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Upstream's CheckErr words an Invalid status from its details, not its message.
+        if self.reason == "Invalid" {
+            let Some(details) = &self.invalid else {
+                return write!(f, "The request is invalid");
+            };
+            let subject = if details.kind.is_empty() && details.name.is_empty() {
+                "The request is invalid".to_owned()
+            } else {
+                format!("The {} \"{}\" is invalid", details.kind, details.name)
+            };
+            return match details.causes.as_slice() {
+                [] => write!(f, "{subject}"),
+                [one] => write!(f, "{subject}: {one}"),
+                many => write!(f, "{subject}: \n* {}", many.join("\n* ")),
+            };
+        }
         match self.reason.as_str() {
             "Unauthorized" => write!(
                 f,
@@ -222,6 +284,18 @@ mod tests {
                 "The connection to the server 127.0.0.1:1 was refused - did you specify the right host or port?",
             ),
             (anyhow::anyhow!("no objects passed to create"), "error: no objects passed to create"),
+            (
+                ApiError::from_response(422, br#"{"kind":"Status","reason":"Invalid","code":422,"message":"m","details":{"kind":"ConfigMap","name":"c","causes":[{"field":"a","message":"bad"},{"field":"a","message":"bad"}]}}"#).into(),
+                "The ConfigMap \"c\" is invalid: a: bad",
+            ),
+            (
+                ApiError::from_response(422, br#"{"kind":"Status","reason":"Invalid","code":422,"message":"m","details":{"kind":"Pod","name":"p","causes":[{"field":"a","message":"x"},{"field":"b","message":"y"}]}}"#).into(),
+                "The Pod \"p\" is invalid: \n* a: x\n* b: y",
+            ),
+            (
+                ApiError::from_response(422, br#"{"kind":"Status","reason":"Invalid","code":422,"message":"m"}"#).into(),
+                "The request is invalid",
+            ),
         ];
         for (err, want) in cases {
             assert_eq!(render(&err), want);

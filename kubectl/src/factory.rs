@@ -194,12 +194,19 @@ impl Factory {
             .await
             .map_err(|err| self.translate(err))?;
         crate::klog::response_body(&bytes);
+        let code = status.as_u16();
+        // A Status keeps its details (what upstream prints for an Invalid error).
+        if let Ok(value) = serde_json::from_slice::<Value>(&bytes)
+            && value.get("kind").and_then(Value::as_str) == Some("Status")
+        {
+            return Err(ApiError::from_status(code, &value).into());
+        }
         let text = String::from_utf8_lossy(&bytes);
         let status = match serde_json::from_str::<kube::core::Status>(&text) {
             Ok(status) => status,
             // A proxy or a bare unknown path answers in plain text.
             Err(_) => kube::core::Status::failure(text.trim(), "Failed to parse error data")
-                .with_code(status.as_u16()),
+                .with_code(code),
         };
         Err(self.translate(kube::Error::Api(status.boxed())))
     }
@@ -324,19 +331,7 @@ fn parse_event(mut event: Value) -> anyhow::Result<(String, Value)> {
 }
 
 fn status_error(status: &Value) -> anyhow::Error {
-    let text = |key: &str| {
-        status
-            .get(key)
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned()
-    };
-    ApiError {
-        code: status.get("code").and_then(Value::as_u64).unwrap_or(0) as u16,
-        reason: text("reason"),
-        message: text("message"),
-    }
-    .into()
+    ApiError::from_status(0, status).into()
 }
 
 fn build(
@@ -366,6 +361,7 @@ fn translate(host: &str, err: kube::Error) -> anyhow::Error {
             code: status.code,
             reason: status.reason,
             message: status.message,
+            invalid: None,
         }
         .into(),
         kube::Error::HyperError(_) | kube::Error::Service(_) => {

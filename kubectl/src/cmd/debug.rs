@@ -106,39 +106,7 @@ pub struct DebugArgs {
 }
 
 pub async fn run(global: &GlobalOptions, args: &DebugArgs) -> anyhow::Result<()> {
-    match debug(global, args).await {
-        Err(err) => match invalid(&err) {
-            // `cmdutil.CheckErr` prints an Invalid status as its causes, without `error: `.
-            Some(text) => {
-                eprint!("{text}");
-                std::process::exit(1);
-            }
-            None => Err(err),
-        },
-        ok => ok,
-    }
-}
-
-/// Upstream's wording of a 422 Invalid: `The Kind "name" is invalid: cause`, or the causes
-/// one per line.
-fn invalid(err: &anyhow::Error) -> Option<String> {
-    let api = err.downcast_ref::<crate::errors::ApiError>()?;
-    if api.reason != "Invalid" {
-        return None;
-    }
-    let (what, causes) = api.message.split_once(" is invalid: ")?;
-    let prefix = format!("The {what} is invalid: ");
-    let listed = causes.strip_prefix('[').and_then(|c| c.strip_suffix(']'));
-    Some(match listed {
-        Some(list) => {
-            let mut text = format!("{prefix}\n");
-            for cause in list.split(", ") {
-                text += &format!("* {cause}\n");
-            }
-            text
-        }
-        None => format!("{prefix}{causes}\n"),
-    })
+    debug(global, args).await
 }
 
 async fn debug(global: &GlobalOptions, args: &DebugArgs) -> anyhow::Result<()> {

@@ -184,6 +184,7 @@ mod tests {
                 code: 409,
                 reason: "AlreadyExists".into(),
                 message: "configmaps \"a\" already exists".into(),
+                invalid: None,
             }
             .into(),
             "creating",

@@ -78,6 +78,7 @@ fn upgrade_failure(code: u16, body: &[u8]) -> anyhow::Error {
                 code,
                 reason,
                 message,
+                invalid: None,
             }
             .into();
         }

@@ -179,6 +179,7 @@ mod tests {
             code: 409,
             reason: "AlreadyExists".into(),
             message: "x exists".into(),
+            invalid: None,
         }
         .into();
         let err = wrap_error(err, Wrap::Colon("failed to create deployment"));
