@@ -274,12 +274,9 @@ pub async fn run_token(global: &GlobalOptions, args: &TokenArgs) -> anyhow::Resu
                     r.group = "authentication.k8s.io".into();
                     r
                 });
-            crate::cmd::mutate::Reporter::new(Some(format)).typed().report(
-                &resource,
-                &response,
-                "",
-                crate::cmd::mutate::DryRun::None,
-            )?;
+            crate::cmd::mutate::Reporter::new(Some(format))
+                .typed()
+                .report(&resource, &response, "", crate::cmd::mutate::DryRun::None)?;
         }
         None => {
             let token = response
