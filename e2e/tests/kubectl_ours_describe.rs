@@ -647,6 +647,8 @@ async fn describe_and_events_match_upstream() {
     for args in [
         vec!["events"],
         vec!["events", "-o", "json"],
+        vec!["events", "-o", "json", "--show-managed-fields"],
+        vec!["events", "-o", "jsonpath={.items[*].metadata.managedFields[*].manager}"],
         vec!["events", "-o", "yaml"],
         vec!["events", "-o", "name"],
         vec!["events", "-o", "jsonpath={.items[*].reason}"],

@@ -185,6 +185,20 @@ async fn typed_objects_print_in_go_struct_order() {
     json(&["label", "deployment/web", "tier=front"]);
     json(&["annotate", "configmap/cm", "note=x"]);
     json(&["patch", "configmap/cm", "-p", r#"{"data":{"c":"3"}}"#]);
+    // Every change above is owned by the same field managers (kubectl-label, -annotate, ...).
+    for object in [
+        "deployment/web",
+        "configmap/cm",
+        "rolebinding/rb",
+        "service/cip",
+    ] {
+        cmp.step(&[
+            "get",
+            object,
+            "-o",
+            "jsonpath={.metadata.managedFields[*].manager}",
+        ]);
+    }
 
     // taint: the patched node as a struct, a client dry run as the struct made a map again.
     for ns in [&cmp.ns_upstream, &cmp.ns_ours] {

@@ -123,7 +123,7 @@ pub async fn run(global: &GlobalOptions, args: &EventsArgs) -> anyhow::Result<()
     let mut items: Vec<Value> = resource::items_of(&events, &pages)
         .into_iter()
         .filter(|e| wanted(e))
-        .map(typed::typed_event)
+        .map(|e| typed::typed_event(e, keep_managed(args, &format)))
         .collect();
     if items.is_empty() {
         if args.all_namespaces {
@@ -156,6 +156,11 @@ pub async fn run(global: &GlobalOptions, args: &EventsArgs) -> anyhow::Result<()
     let mut stdout = std::io::stdout().lock();
     stdout.write_all(out.as_bytes())?;
     Ok(stdout.flush()?)
+}
+
+/// Only upstream's json and yaml printers drop managedFields, unless --show-managed-fields.
+fn keep_managed(args: &EventsArgs, format: &OutputFormat) -> bool {
+    args.print.show_managed_fields || !matches!(format, OutputFormat::Json | OutputFormat::Yaml)
 }
 
 fn unreachable_format() -> anyhow::Result<String> {
@@ -236,7 +241,7 @@ async fn watch(
         if kind == "DELETED" || kind == "BOOKMARK" || !wanted(&object) {
             continue;
         }
-        let object = typed::typed_event(object);
+        let object = typed::typed_event(object, keep_managed(args, format));
         let text = match format {
             OutputFormat::Table { .. } => {
                 let mut rows = Vec::new();

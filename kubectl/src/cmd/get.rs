@@ -212,8 +212,10 @@ pub async fn run(global: &GlobalOptions, args: &GetArgs) -> anyhow::Result<()> {
         let mut all: Vec<(ApiResource, Value)> = Vec::new();
         for group in &groups {
             let mut objects = group.objects.clone();
-            // Upstream's go-template printer sees managedFields (only json/yaml drop them).
-            if !args.show_managed_fields && !matches!(format, OutputFormat::GoTemplate(_)) {
+            // Only upstream's json and yaml printers drop managedFields (templates see them).
+            if !args.show_managed_fields
+                && matches!(format, OutputFormat::Json | OutputFormat::Yaml)
+            {
                 objects.iter_mut().for_each(printers::strip_managed_fields);
             }
             if let Some(sort) = &sort {

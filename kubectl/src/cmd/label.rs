@@ -45,6 +45,10 @@ pub struct LabelArgs {
     /// Must be "none", "server", or "client".
     #[arg(long, value_name = "string", num_args = 0..=1, default_missing_value = "client")]
     pub dry_run: Option<String>,
+    /// Name of the manager used to track field ownership (default kubectl-label or
+    /// kubectl-annotate).
+    #[arg(long, value_name = "string")]
+    pub field_manager: Option<String>,
 }
 
 /// Which map the command edits.
@@ -214,7 +218,13 @@ pub async fn run(global: &GlobalOptions, args: &LabelArgs, field: Field) -> anyh
             if let Some(rv) = &args.resource_version {
                 patch["metadata"]["resourceVersion"] = json!(rv);
             }
-            let url = resource::with_query(&info.path(), &dry_run.query());
+            let manager = args.field_manager.clone().unwrap_or_else(|| match field {
+                Field::Labels => "kubectl-label".into(),
+                Field::Annotations => "kubectl-annotate".into(),
+            });
+            let mut query = dry_run.query();
+            query.push(("fieldManager".into(), manager));
+            let url = resource::with_query(&info.path(), &query);
             let patched = factory
                 .request(
                     http::Method::PATCH,

@@ -109,8 +109,10 @@ impl Reporter {
                     }
                     object = printers::go_struct::as_typed(&object);
                 }
-                // Upstream's go-template printer sees managedFields (only json/yaml drop them).
-                if !self.show_managed_fields && !matches!(format, OutputFormat::GoTemplate(_)) {
+                // Only upstream's json and yaml printers drop managedFields (templates see them).
+                if !self.show_managed_fields
+                    && matches!(format, OutputFormat::Json | OutputFormat::Yaml)
+                {
                     printers::strip_managed_fields(&mut object);
                 }
                 // Upstream's YAML printer separates the documents it prints.

@@ -5,14 +5,16 @@
 use crate::printers::go_struct;
 use serde_json::{Map, Value};
 
-/// The event as the typed encoding writes it, without `managedFields` (upstream omits them
-/// unless asked).
-pub fn typed_event(mut event: Value) -> Value {
+/// The event as the typed encoding writes it; without `managedFields` unless `keep_managed`
+/// (upstream's json and yaml printers omit them unless asked).
+pub fn typed_event(mut event: Value, keep_managed: bool) -> Value {
     if let Some(obj) = event.as_object_mut() {
         obj.insert("kind".into(), Value::String("Event".into()));
         obj.insert("apiVersion".into(), Value::String("v1".into()));
     }
-    crate::printers::strip_managed_fields(&mut event);
+    if !keep_managed {
+        crate::printers::strip_managed_fields(&mut event);
+    }
     go_struct::as_typed(&event)
 }
 
@@ -38,10 +40,13 @@ mod tests {
 
     #[test]
     fn struct_order_and_defaults() {
-        let e = typed_event(json!({
-            "type": "Normal", "reason": "R", "metadata": {"uid": "u", "name": "e",
-            "managedFields": []}, "involvedObject": {"name": "p", "kind": "Pod"}
-        }));
+        let e = typed_event(
+            json!({
+                "type": "Normal", "reason": "R", "metadata": {"uid": "u", "name": "e",
+                "managedFields": []}, "involvedObject": {"name": "p", "kind": "Pod"}
+            }),
+            false,
+        );
         let text = to_json(&event_list(vec![e]));
         let want = "{\n    \"kind\": \"EventList\",\n    \"apiVersion\": \"v1\",\n    \"metadata\": {},\n    \"items\": [\n        {\n            \"kind\": \"Event\",\n            \"apiVersion\": \"v1\",\n            \"metadata\": {\n                \"name\": \"e\",\n                \"uid\": \"u\",\n                \"creationTimestamp\": null\n            },\n            \"involvedObject\": {\n                \"kind\": \"Pod\",\n                \"name\": \"p\"\n            },\n            \"reason\": \"R\",\n            \"source\": {},\n            \"firstTimestamp\": null,\n            \"lastTimestamp\": null,\n            \"type\": \"Normal\",\n            \"eventTime\": null,\n            \"reportingComponent\": \"\",\n            \"reportingInstance\": \"\"\n        }\n    ]\n}\n";
         assert_eq!(text, want);

@@ -171,7 +171,7 @@ fn print_event(
     }
     let mut object = object;
     // As upstream's OmitManagedFieldsPrinter (a watch event wrapper keeps them, above).
-    if !args.show_managed_fields && !matches!(format, OutputFormat::GoTemplate(_)) {
+    if !args.show_managed_fields && matches!(format, OutputFormat::Json | OutputFormat::Yaml) {
         printers::strip_managed_fields(&mut object);
     }
     printers::print_objects(format, &[(resource.clone(), object)], true)
