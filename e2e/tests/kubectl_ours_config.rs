@@ -316,6 +316,43 @@ async fn auth_and_cluster_info_match_upstream() {
             conditions(our_name)
         );
     }
+    // The other decision is refused, forced or not; -o prints the request as read.
+    for args in [
+        &["certificate", "deny", "{a}"][..],
+        &["certificate", "approve", "{d}", "--force"],
+        &["certificate", "approve", "{a}", "-o", "name"],
+        &[
+            "certificate",
+            "approve",
+            "{a}",
+            "-o",
+            "jsonpath={.spec.signerName}",
+        ],
+        &[
+            "certificate",
+            "deny",
+            "{d}",
+            "-o",
+            "go-template={{.metadata.name}}",
+        ],
+    ] {
+        let with = |a: &str, d: &str| -> Vec<String> {
+            args.iter()
+                .map(|x| x.replace("{a}", a).replace("{d}", d))
+                .collect()
+        };
+        let (up_args, our_args) = (with("up-a", "up-d"), with("our-a", "our-d"));
+        let up_args: Vec<&str> = up_args.iter().map(String::as_str).collect();
+        let our_args: Vec<&str> = our_args.iter().map(String::as_str).collect();
+        let want = run_plain(&theirs, &up_args, &admin_env);
+        let got = run_plain(&ours, &our_args, &admin_env);
+        let mask = |text: &str| text.replace("our-", "up-");
+        assert_eq!(
+            (got.code, mask(&got.stdout), mask(&got.stderr)),
+            (want.code, want.stdout, want.stderr),
+            "kubectl {args:?}"
+        );
+    }
     for args in [
         &["certificate", "approve"][..],
         &["completion", "nosuch"][..],

@@ -2,6 +2,7 @@
 //! CertificateSigningRequests through their `approval` subresource.
 
 use crate::app::options::GlobalOptions;
+use crate::cmd::mutate::DryRun;
 use crate::errors::ApiError;
 use crate::factory::Factory;
 use anyhow::bail;
@@ -32,6 +33,8 @@ pub struct DecisionArgs {
     /// Update the CSR even if it is already approved (or denied).
     #[arg(long)]
     pub force: bool,
+    #[command(flatten)]
+    pub print: crate::cmd::print_flags::PrintFlags,
 }
 
 const COLLECTION: &str = "/apis/certificates.k8s.io/v1/certificatesigningrequests";
@@ -54,16 +57,27 @@ pub async fn run(global: &GlobalOptions, args: &CertificateArgs) -> anyhow::Resu
     if decision.names.is_empty() {
         bail!("error: one or more CSRs must be specified as <name> or -f <filename>");
     }
+    let mut reporter = decision.print.reporter()?;
     let factory = Factory::new(global).await?;
+    let resource = factory
+        .discovery()
+        .mapper()
+        .await?
+        .resolve("certificatesigningrequests.certificates.k8s.io")
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "the server doesn't have a resource type \"certificatesigningrequests\""
+            )
+        })?;
     let verb = condition.to_lowercase();
     // Every name is tried, as upstream's builder continues on errors; they are reported last.
     let mut errors = Vec::new();
     for name in &decision.names {
-        if let Err(err) = decide(&factory, name, decision.force, condition, reason, message).await {
-            errors.push(err);
-            continue;
+        match decide(&factory, name, decision.force, condition, reason, message).await {
+            // Upstream prints the request as it read it, before the decision.
+            Ok(read) => reporter.report(&resource, &read, &verb, DryRun::None)?,
+            Err(err) => errors.push(err),
         }
-        println!("certificatesigningrequest.certificates.k8s.io/{name} {verb}");
     }
     match errors.len() {
         0 => Ok(()),
@@ -79,10 +93,24 @@ async fn decide(
     condition: &str,
     reason: &str,
     message: &str,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Value> {
     // Retry on conflict as upstream does: another writer may update the CSR in between.
+    let mut first_read = None;
     for attempt in 0.. {
         let mut csr = factory.get(&format!("{COLLECTION}/{name}")).await?;
+        first_read.get_or_insert_with(|| csr.clone());
+        // The opposite decision stands, forced or not.
+        let opposite = if condition == "Approved" {
+            "Denied"
+        } else {
+            "Approved"
+        };
+        let decided = csr["status"]["conditions"]
+            .as_array()
+            .is_some_and(|c| c.iter().any(|c| c["type"] == opposite));
+        if decided {
+            bail!("certificate signing request \"{name}\" is already {opposite}");
+        }
         let already = csr["status"]["conditions"]
             .as_array()
             .is_some_and(|c| c.iter().any(|c| c["type"] == condition));
@@ -122,5 +150,5 @@ async fn decide(
             Ok(_) => break,
         }
     }
-    Ok(())
+    Ok(first_read.unwrap_or_default())
 }
