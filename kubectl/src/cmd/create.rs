@@ -44,6 +44,27 @@ pub struct CreateArgs {
     pub field_manager: String,
 }
 
+/// The query of a create: `dryRun`, `fieldManager` and the `fieldValidation` level of
+/// `--validate`, in the sorted order client-go encodes them.
+pub fn create_query(
+    field_manager: &str,
+    validate: &str,
+    dry_run: DryRun,
+) -> anyhow::Result<Vec<(String, String)>> {
+    let validation = match validate {
+        "strict" | "true" => "Strict",
+        "warn" => "Warn",
+        "ignore" | "false" => "Ignore",
+        other => anyhow::bail!(
+            "invalid - validate option \"{other}\"; must be one of: strict (or true), warn, ignore (or false)"
+        ),
+    };
+    let mut query = dry_run.query();
+    query.push(("fieldManager".to_owned(), field_manager.to_owned()));
+    query.push(("fieldValidation".to_owned(), validation.to_owned()));
+    Ok(query)
+}
+
 pub async fn run(global: &GlobalOptions, args: &CreateArgs) -> anyhow::Result<()> {
     if let Some(command) = &args.command {
         return simple::run(global, command).await;
@@ -55,14 +76,7 @@ pub async fn run(global: &GlobalOptions, args: &CreateArgs) -> anyhow::Result<()
     }
     let format = args.print.format()?;
     let dry_run = DryRun::parse(args.dry_run.as_deref())?;
-    let validation = match args.validate.as_str() {
-        "strict" | "true" => "Strict",
-        "warn" => "Warn",
-        "ignore" | "false" => "Ignore",
-        other => anyhow::bail!(
-            "invalid - validate option \"{other}\"; must be one of: strict (or true), warn, ignore (or false)"
-        ),
-    };
+    let query = create_query(&args.field_manager, &args.validate, dry_run)?;
     let factory = Factory::new(global).await?;
     let sel = Selection {
         filenames: args.filenames.clone(),
@@ -81,25 +95,11 @@ pub async fn run(global: &GlobalOptions, args: &CreateArgs) -> anyhow::Result<()
             reporter.report(&info.resource, &object, "created", dry_run)?;
             continue;
         }
-        let mut query = vec![
-            ("fieldManager".to_owned(), args.field_manager.clone()),
-            ("fieldValidation".to_owned(), validation.to_owned()),
-        ];
-        query.extend(dry_run.query());
         let url = resource::with_query(
             &info.resource.collection_path(info.namespace.as_deref()),
             &query,
         );
-        let body = serde_json::to_vec(&object)?;
-        match factory
-            .request(
-                http::Method::POST,
-                &url,
-                Some((body, "application/json")),
-                None,
-            )
-            .await
-        {
+        match post(&factory, &url, &object).await {
             Ok(created) => reporter.report(&info.resource, &created, "created", dry_run)?,
             Err(err) => errors.push(mutate::with_source(err, "creating", info.source.as_deref())),
         }
@@ -108,5 +108,50 @@ pub async fn run(global: &GlobalOptions, args: &CreateArgs) -> anyhow::Result<()
         0 => Ok(()),
         1 => Err(errors.remove(0)),
         _ => Err(Reported(errors).into()),
+    }
+}
+
+/// POSTs `object` as JSON to `url` (its collection, with the query already on it): the
+/// server's object back.
+pub(crate) async fn post(
+    factory: &Factory,
+    url: &str,
+    object: &serde_json::Value,
+) -> anyhow::Result<serde_json::Value> {
+    let body = serde_json::to_vec(object)?;
+    factory
+        .request(
+            http::Method::POST,
+            url,
+            Some((body, "application/json")),
+            None,
+        )
+        .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn create_query_is_sorted_and_validates() {
+        let pairs = |q: Vec<(String, String)>| {
+            q.iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join("&")
+        };
+        let q = create_query("kubectl-create", "strict", DryRun::Server).unwrap();
+        assert_eq!(
+            pairs(q),
+            "dryRun=All&fieldManager=kubectl-create&fieldValidation=Strict"
+        );
+        let q = create_query("m", "false", DryRun::None).unwrap();
+        assert_eq!(pairs(q), "fieldManager=m&fieldValidation=Ignore");
+        let err = create_query("m", "bogus", DryRun::None).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("invalid - validate option \"bogus\"")
+        );
     }
 }

@@ -319,7 +319,7 @@ mod tests {
                 print: Default::default(),
                 dry_run: None,
                 field_manager: String::new(),
-                validate: None,
+                validate: "strict".into(),
             },
             role: None,
             clusterrole: Some("view".into()),

@@ -82,16 +82,8 @@ pub async fn send(
             kind.to_lowercase()
         )
     })?;
-    let mut query = vec![("fieldManager".to_owned(), common.field_manager.clone())];
-    if let Some(v) = common.validate.as_deref() {
-        let level = match v {
-            "warn" => "Warn",
-            "ignore" | "false" => "Ignore",
-            _ => "Strict",
-        };
-        query.push(("fieldValidation".to_owned(), level.to_owned()));
-    }
-    query.extend(dry_run.query());
+    let query =
+        super::super::create::create_query(&common.field_manager, &common.validate, dry_run)?;
     let namespace = resource.namespaced.then(|| factory.namespace().to_owned());
     let url = crate::resource::with_query(&resource.collection_path(namespace.as_deref()), &query);
     let created = factory

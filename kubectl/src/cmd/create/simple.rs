@@ -53,8 +53,8 @@ pub struct CommonArgs {
     #[arg(long, default_value = "kubectl-create", value_name = "string")]
     pub field_manager: String,
     /// Schema validation: strict, warn or ignore (the server checks fields).
-    #[arg(long, value_name = "string", num_args = 0..=1, default_missing_value = "strict")]
-    pub validate: Option<String>,
+    #[arg(long, value_name = "string", num_args = 0..=1, default_missing_value = "strict", default_value = "strict")]
+    pub validate: String,
 }
 
 /// Flags of generators that take data.
@@ -150,8 +150,8 @@ pub async fn run(global: &GlobalOptions, command: &CreateCommand) -> anyhow::Res
     if dry_run == DryRun::Client {
         return reporter.report(&resource, &object, "created", dry_run);
     }
-    let mut query = vec![("fieldManager".to_owned(), common.field_manager.clone())];
-    query.extend(dry_run.query());
+    let query =
+        super::super::create::create_query(&common.field_manager, &common.validate, dry_run)?;
     let namespace = resource.namespaced.then(|| factory.namespace().to_owned());
     let url = crate::resource::with_query(&resource.collection_path(namespace.as_deref()), &query);
     let created = factory
