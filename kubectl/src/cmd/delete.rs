@@ -238,21 +238,8 @@ async fn wait_gone(
     deadline: Instant,
 ) -> anyhow::Result<()> {
     loop {
-        match factory.get_plain(&info.path()).await {
-            Err(err)
-                if err
-                    .downcast_ref::<ApiError>()
-                    .is_some_and(ApiError::is_not_found) =>
-            {
-                return Ok(());
-            }
-            Err(err) => return Err(err),
-            Ok(current) => {
-                let current_uid = current.pointer("/metadata/uid").and_then(Value::as_str);
-                if uid.is_some() && current_uid != uid {
-                    return Ok(());
-                }
-            }
+        if is_gone(factory, &info.path(), uid).await? {
+            return Ok(());
         }
         if Instant::now() > deadline {
             anyhow::bail!(
@@ -262,5 +249,28 @@ async fn wait_gone(
             );
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Whether the object at `path` is gone: its plain GET is a 404 (no namespace lookup, as
+/// upstream's Helper.Get), or, given the deleted object's `uid`, another object has its name.
+pub(crate) async fn is_gone(
+    factory: &Factory,
+    path: &str,
+    uid: Option<&str>,
+) -> anyhow::Result<bool> {
+    match factory.get_plain(path).await {
+        Err(err)
+            if err
+                .downcast_ref::<ApiError>()
+                .is_some_and(ApiError::is_not_found) =>
+        {
+            Ok(true)
+        }
+        Err(err) => Err(err),
+        Ok(current) => {
+            let current_uid = current.pointer("/metadata/uid").and_then(Value::as_str);
+            Ok(uid.is_some() && current_uid != uid)
+        }
     }
 }

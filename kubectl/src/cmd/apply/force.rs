@@ -139,17 +139,7 @@ impl Force {
                 meta.remove("resourceVersion");
             }
             let url = collection.clone();
-            async move {
-                let body = serde_json::to_vec(&object)?;
-                ctx.factory
-                    .request(
-                        http::Method::POST,
-                        &url,
-                        Some((body, "application/json")),
-                        None,
-                    )
-                    .await
-            }
+            async move { crate::cmd::create::post(ctx.factory, &url, &object).await }
         };
         match create(modified).await {
             Ok(created) => Ok(created),
@@ -170,16 +160,8 @@ impl Force {
     async fn wait_gone(&self, ctx: &Run<'_>, path: &str) -> anyhow::Result<()> {
         let deadline = Instant::now() + self.timeout;
         loop {
-            match ctx.factory.get(path).await {
-                Err(err)
-                    if err
-                        .downcast_ref::<ApiError>()
-                        .is_some_and(ApiError::is_not_found) =>
-                {
-                    return Ok(());
-                }
-                Err(err) => return Err(err),
-                Ok(_) => {}
+            if crate::cmd::delete::is_gone(ctx.factory, path, None).await? {
+                return Ok(());
             }
             if Instant::now() + Duration::from_secs(1) > deadline {
                 anyhow::bail!("context deadline exceeded");
