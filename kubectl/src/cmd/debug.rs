@@ -3,7 +3,7 @@
 //! images (`--copy-to`), or a pod in a node's host namespaces (`node/NAME`), shaped by the
 //! `--profile`; with `-i`/`--attach` the session of [`attach`]. Upstream's checks, in its order.
 
-mod attach;
+pub(crate) mod attach;
 mod generate;
 mod image;
 mod profiles;

@@ -91,7 +91,9 @@ pub async fn run(
     conclude(outcome, stdin)
 }
 
-async fn print_logs(
+/// Upstream's `logOpts` of attach sessions (debug, run): the container's whole log, as
+/// `kubectl logs` prints it.
+pub(crate) async fn print_logs(
     factory: &Factory,
     namespace: &str,
     name: &str,

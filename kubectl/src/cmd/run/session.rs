@@ -143,26 +143,12 @@ impl Attach<'_> {
 
     /// Upstream's `logOpts`: the container's whole log, as `kubectl logs` prints it.
     async fn print_logs(&self, pod: &Value) -> anyhow::Result<()> {
-        use std::io::Write;
         let container = pod
             .pointer("/spec/containers/0/name")
             .and_then(Value::as_str)
             .unwrap_or(&self.name);
-        let path = crate::resource::with_query(
-            &format!(
-                "/api/v1/namespaces/{}/pods/{}/log",
-                self.namespace, self.name
-            ),
-            &[("container".to_owned(), container.to_owned())],
-        );
-        let text = self
-            .factory
-            .request_text(http::Method::GET, &path, None, Some("*/*"))
-            .await?;
-        let mut out = std::io::stdout().lock();
-        out.write_all(text.as_bytes())?;
-        out.flush()?;
-        Ok(())
+        crate::cmd::debug::attach::print_logs(self.factory, &self.namespace, &self.name, container)
+            .await
     }
 }
 
