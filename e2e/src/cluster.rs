@@ -10,6 +10,7 @@ use crate::containerd::Containerd;
 use crate::controller_manager::ControllerManager;
 use crate::kubectl::Kubectl;
 use crate::kubelet::{Kubelet, admin_client, apiserver_flags};
+use crate::node_fixture::start_runtime;
 use crate::pki::Pki;
 use crate::scheduler::Scheduler;
 use anyhow::Context;
@@ -116,22 +117,9 @@ impl Cluster {
         let mut containerds = Vec::new();
         let mut kubelets = Vec::new();
         for name in nodes {
-            let node_dir = root.join("nodes").join(name);
-            let containerd_dir = node_dir.join("containerd");
-            let containerd =
-                tokio::task::spawn_blocking(move || Containerd::start(&containerd_dir))
-                    .await?
-                    .with_context(|| format!("containerd of node {name}"))?;
-            let kubelet = Kubelet::start(
-                &node_dir.join("kubelet"),
-                &api,
-                &containerd,
-                name,
-                serde_json::Value::Null,
-                &[],
-            )
-            .await
-            .with_context(|| format!("kubelet of node {name}"))?;
+            let (containerd, kubelet) = start_runtime(&root.join("nodes").join(name), &api, name)
+                .await
+                .with_context(|| format!("node {name}"))?;
             containerds.push(containerd);
             kubelets.push(kubelet);
         }

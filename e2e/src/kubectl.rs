@@ -175,6 +175,35 @@ impl Kubectl {
         out.stderr
     }
 
+    /// Runs `script` with `sh -c` in `cwd` (for exit codes, stdin and TTYs), with this
+    /// kubectl as `$KUBECTL` and its kubeconfig and home; under timeout(1) when `limit` (in
+    /// seconds) is given, a guard for scripts that could hang. Returns the exit code (-1 when
+    /// killed by a signal), stdout and stderr.
+    pub fn shell(&self, cwd: &Path, script: &str, limit: Option<u32>) -> (i32, String, String) {
+        let mut command = match limit {
+            Some(seconds) => {
+                let mut c = Command::new("timeout");
+                c.arg(seconds.to_string()).arg("sh");
+                c
+            }
+            None => Command::new("sh"),
+        };
+        let out = command
+            .arg("-c")
+            .arg(script)
+            .current_dir(cwd)
+            .env("KUBECONFIG", &self.kubeconfig)
+            .env("KUBECTL", &self.binary)
+            .env("HOME", &self.dir)
+            .output()
+            .expect("running sh");
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
     /// Starts kubectl in the background (e.g. `get -w`), its output going to a file.
     pub fn spawn(&self, args: &[&str]) -> Background {
         let n = std::fs::read_dir(&self.dir).map(|d| d.count()).unwrap_or(0);

@@ -3,9 +3,14 @@
 
 use crate::apiserver::ApiServer;
 use crate::containerd::Containerd;
+use crate::kubectl_compare::Comparison;
 use crate::kubelet::{Kubelet, start_apiserver};
 use crate::pki::Pki;
+use anyhow::Context;
 use std::path::Path;
+
+/// A `--token-auth-file` with only the `e2e` token, an administrator.
+pub const ADMIN_TOKENS: &str = "e2e,e2e-admin,1000,\"system:masters\"\n";
 
 /// The running node, stopped on drop.
 pub struct Node {
@@ -27,17 +32,9 @@ impl Node {
         let (api, pki) = start_apiserver(dir, &["--authorization-mode=Node,RBAC", &token_flag])
             .await
             .expect("starting the apiserver");
-        let containerd = Containerd::start(&dir.join("containerd")).expect("starting containerd");
-        let kubelet = Kubelet::start(
-            &dir.join("kubelet"),
-            &api,
-            &containerd,
-            node,
-            serde_json::Value::Null,
-            &[],
-        )
-        .await
-        .expect("starting the kubelet");
+        let (containerd, kubelet) = start_runtime(dir, &api, node)
+            .await
+            .unwrap_or_else(|err| panic!("node {node}: {err:#}"));
         Node {
             kubelet,
             containerd,
@@ -45,4 +42,46 @@ impl Node {
             pki,
         }
     }
+
+    /// [`Node::start`] with [`ADMIN_TOKENS`], and both kubectls against it (their files in
+    /// `dir`, their namespaces named after `ns`), the namespace `ns` created for tests that
+    /// run both in one namespace.
+    pub async fn with_kubectls(dir: &Path, node: &str, ns: &str) -> (Self, Comparison) {
+        let node = Self::start(dir, node, ADMIN_TOKENS).await;
+        let cmp = Comparison::for_apiserver(dir, &node.api, ns);
+        cmp.upstream.ok(&["create", "namespace", ns]);
+        (node, cmp)
+    }
+
+    /// The kubelet log's last `n` lines, for a failure's message.
+    pub fn kubelet_log_tail(&self, n: usize) -> String {
+        let log = self.kubelet.logs();
+        let lines: Vec<&str> = log.lines().collect();
+        lines[lines.len().saturating_sub(n)..].join("\n")
+    }
+}
+
+/// A containerd (in `dir/containerd`) and our kubelet on it with the default configuration
+/// (in `dir/kubelet`), registering with `api` as `name`.
+pub async fn start_runtime(
+    dir: &Path,
+    api: &ApiServer,
+    name: &str,
+) -> anyhow::Result<(Containerd, Kubelet)> {
+    let containerd_dir = dir.join("containerd");
+    // Containerd::start blocks until its socket answers: off the runtime's workers.
+    let containerd = tokio::task::spawn_blocking(move || Containerd::start(&containerd_dir))
+        .await?
+        .context("starting containerd")?;
+    let kubelet = Kubelet::start(
+        &dir.join("kubelet"),
+        api,
+        &containerd,
+        name,
+        serde_json::Value::Null,
+        &[],
+    )
+    .await
+    .context("starting the kubelet")?;
+    Ok((containerd, kubelet))
 }

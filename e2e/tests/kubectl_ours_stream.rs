@@ -9,7 +9,6 @@ use e2e::kubectl::Output;
 use e2e::kubectl_compare::{Comparison, Mode};
 use e2e::node_fixture::Node;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -17,7 +16,6 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 const PATIENCE: Duration = Duration::from_secs(60);
 const NODE: &str = "stream-node";
 const NS: &str = "stream";
-const TOKENS: &str = "e2e,e2e-admin,1000,\"system:masters\"\n";
 
 struct Cluster {
     node: Node,
@@ -26,15 +24,12 @@ struct Cluster {
 }
 
 async fn cluster(dir: &Path) -> Cluster {
-    let node = Node::start(dir, NODE, TOKENS).await;
-    let cmp = Comparison::for_apiserver(dir, &node.api, "stream");
-    let c = Cluster {
+    let (node, cmp) = Node::with_kubectls(dir, NODE, NS).await;
+    Cluster {
         node,
         cmp,
         dir: dir.to_path_buf(),
-    };
-    c.cmp.upstream.ok(&["create", "namespace", NS]);
-    c
+    }
 }
 
 impl Cluster {
@@ -45,7 +40,7 @@ impl Cluster {
                 Ok(v) => return v,
                 Err(last) if Instant::now() > deadline => panic!(
                     "timed out waiting for {what}: {last}\n----- kubelet log -----\n{}",
-                    tail(&self.node.kubelet.logs(), 60)
+                    self.node.kubelet_log_tail(60)
                 ),
                 Err(_) => std::thread::sleep(Duration::from_millis(200)),
             }
@@ -124,29 +119,15 @@ impl Cluster {
         assert_eq!(ours.stderr, up.stderr, "{args:?} (left ours)");
     }
 
-    /// Runs `binary` directly (for exit codes, stdin and TTYs), with the kubeconfig of
-    /// `which` ("upstream" or "ours").
+    /// Runs `shell` (for exit codes, stdin and TTYs) with the kubectl of `which` ("upstream"
+    /// or "ours") as `$KUBECTL`.
     fn raw(&self, which: &str, shell: &str) -> (i32, String, String) {
-        let kubeconfig = self.dir.join(format!("kubectl-{which}/kubeconfig"));
-        let binary = match which {
-            "upstream" => PathBuf::from(e2e::kubectl::UPSTREAM_KUBECTL),
-            _ => e2e::bin("kubectl"),
+        let kubectl = match which {
+            "upstream" => &self.cmp.upstream,
+            _ => &self.cmp.ours,
         };
         // In the test's own directory: scripts write files (cp, big inputs) where they run.
-        let out = Command::new("sh")
-            .arg("-c")
-            .arg(shell)
-            .current_dir(&self.dir)
-            .env("KUBECONFIG", &kubeconfig)
-            .env("KUBECTL", &binary)
-            .env("HOME", self.dir.join(format!("kubectl-{which}")))
-            .output()
-            .expect("running sh");
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
+        kubectl.shell(&self.dir, shell, None)
     }
 
     /// [`Cluster::raw`] with both kubectls; the results must match.
@@ -156,11 +137,6 @@ impl Cluster {
         assert_eq!(ours, up, "{shell}: (left ours, right upstream)");
         ours
     }
-}
-
-fn tail(text: &str, n: usize) -> String {
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(n)..].join("\n")
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -2,51 +2,26 @@
 //! it), with upstream's kubectl and ours: without a terminal the runtime's refusal, with one
 //! (script(1)) a session that ends when the container exits.
 
-use e2e::apiserver::ApiServer;
-use e2e::containerd::{BUSYBOX_IMAGE, Containerd};
+use e2e::containerd::BUSYBOX_IMAGE;
 use e2e::kubectl_compare::Comparison;
-use e2e::kubelet::{Kubelet, start_apiserver};
+use e2e::node_fixture::Node;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 const PATIENCE: Duration = Duration::from_secs(60);
 const NODE: &str = "tty-node";
 const NS: &str = "tty";
-const TOKENS: &str = "e2e,e2e-admin,1000,\"system:masters\"\n";
 
 struct Cluster {
-    kubelet: Kubelet,
-    _containerd: Containerd,
-    _api: ApiServer,
+    node: Node,
     cmp: Comparison,
     dir: PathBuf,
 }
 
 async fn cluster(dir: &Path) -> Cluster {
-    let tokens = dir.join("tokens.csv");
-    std::fs::write(&tokens, TOKENS).unwrap();
-    let token_flag = format!("--token-auth-file={}", tokens.display());
-    let (api, _pki) = start_apiserver(dir, &["--authorization-mode=Node,RBAC", &token_flag])
-        .await
-        .expect("starting the apiserver");
-    let containerd = Containerd::start(&dir.join("containerd")).expect("starting containerd");
-    let kubelet = Kubelet::start(
-        &dir.join("kubelet"),
-        &api,
-        &containerd,
-        NODE,
-        serde_json::Value::Null,
-        &[],
-    )
-    .await
-    .expect("starting the kubelet");
-    let cmp = Comparison::new(dir, &api.url(), &api.ca_file(), "tty");
-    cmp.upstream.ok(&["create", "namespace", NS]);
+    let (node, cmp) = Node::with_kubectls(dir, NODE, NS).await;
     Cluster {
-        kubelet,
-        _containerd: containerd,
-        _api: api,
+        node,
         cmp,
         dir: dir.to_path_buf(),
     }
@@ -82,35 +57,10 @@ impl Cluster {
             assert!(
                 Instant::now() < deadline,
                 "pod {name} never ran: {out:?}\n{}",
-                self.kubelet.logs()
+                self.node.kubelet.logs()
             );
             std::thread::sleep(Duration::from_millis(200));
         }
-    }
-
-    /// `kubectl` of `which` under `shell`, killed by timeout(1) after `limit` (a hang guard).
-    fn raw(&self, which: &str, limit: u32, shell: &str) -> (i32, String, String) {
-        let kubeconfig = self.dir.join(format!("kubectl-{which}/kubeconfig"));
-        let binary = match which {
-            "upstream" => PathBuf::from(e2e::kubectl::UPSTREAM_KUBECTL),
-            _ => e2e::bin("kubectl"),
-        };
-        let out = Command::new("timeout")
-            .arg(limit.to_string())
-            .arg("sh")
-            .arg("-c")
-            .arg(shell)
-            .current_dir(&self.dir)
-            .env("KUBECONFIG", &kubeconfig)
-            .env("KUBECTL", &binary)
-            .env("HOME", self.dir.join(format!("kubectl-{which}")))
-            .output()
-            .expect("running sh");
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
     }
 }
 
@@ -127,26 +77,26 @@ async fn attach_to_a_tty_container_ends_as_upstreams() {
     let tmp = tempfile::tempdir().unwrap();
     let c = cluster(tmp.path()).await;
     let mut runs = Vec::new();
-    for which in ["upstream", "ours"] {
+    for (which, kubectl) in [("upstream", &c.cmp.upstream), ("ours", &c.cmp.ours)] {
         // Each kubectl gets its pod: the session with a terminal ends it.
         let name = format!("t-{which}");
         c.pod(&name, "read line; echo got $line; exit 3");
-        let kubectl = format!("\"$KUBECTL\" -n {NS} attach");
+        // timeout(1) guards each run: a hang fails the test instead of blocking it.
+        let raw = |script: &str| kubectl.shell(&c.dir, script, Some(60));
+        let attach = format!("\"$KUBECTL\" -n {NS} attach");
         // Without -t (and with -i but no terminal) the kubelet asks the runtime for the
         // container's terminal, which has no separate stderr: refused, as upstream's kubelet
         // is. It used to ask for no terminal, and the runtime waited forever for stderr.
-        let plain = c.raw(which, 60, &format!("{kubectl} {name} < /dev/null"));
-        let piped = c.raw(which, 60, &format!("{kubectl} -i {name} < /dev/null"));
+        let plain = raw(&format!("{attach} {name} < /dev/null"));
+        let piped = raw(&format!("{attach} -i {name} < /dev/null"));
         // With a terminal (script(1)): the input reaches the container, its output comes
         // back, and the session ends when the container exits.
-        let term = c.raw(
-            which,
-            60,
-            &format!("printf 'tok\\n' | script -qec '{kubectl} -it {name}' /dev/null"),
-        );
+        let term = raw(&format!(
+            "printf 'tok\\n' | script -qec '{attach} -it {name}' /dev/null"
+        ));
         runs.push((which, plain, piped, term));
     }
-    let kubelet_log = || tail(&c.kubelet.logs(), 40);
+    let kubelet_log = || c.node.kubelet_log_tail(40);
     for (which, plain, piped, term) in &runs {
         for (code, out, err) in [plain, piped] {
             assert_eq!(
@@ -169,9 +119,4 @@ async fn attach_to_a_tty_container_ends_as_upstreams() {
         without_echo(&up.3.1),
         "attach -it (left ours)"
     );
-}
-
-fn tail(text: &str, n: usize) -> String {
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(n)..].join("\n")
 }
