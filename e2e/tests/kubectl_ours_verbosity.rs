@@ -107,24 +107,30 @@ fn same_requests(cmp: &Comparison, args: &[&str]) -> Vec<String> {
     our_lines
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn v_anywhere_logs_the_same_requests() {
+/// A cluster with configmap `a` in each kubectl's namespace (`name`-up, `name`-ours), both
+/// discovery caches warm: discovery's cold requests differ in their query (upstream adds
+/// `?timeout=32s`), so the lines logged after this are the commands' own requests.
+async fn warm_cluster(name: &str) -> (SecureCluster, Comparison) {
     let cluster = SecureCluster::start(&[]).await;
-    let dir = cluster.dir().to_path_buf();
     let cmp = Comparison::new(
-        &dir,
+        cluster.dir(),
         &cluster.server.url(),
         &cluster.server.ca_file(),
-        "verbosity",
+        name,
     );
     for ns in [&cmp.ns_upstream, &cmp.ns_ours] {
         cmp.upstream
             .ok(&["create", "configmap", "a", "--from-literal=k=v", "-n", ns]);
     }
-    // Discovery's cold requests differ in their query (upstream adds `?timeout=32s`): warm both
-    // caches first so the lines below are the commands' own requests.
     let (up, ours) = both(&cmp, &["get", "configmaps", "-o", "name"]);
     assert!(up.success && ours.success, "{}{}", up.stderr, ours.stderr);
+    (cluster, cmp)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn v_anywhere_logs_the_same_requests() {
+    let (cluster, cmp) = warm_cluster("verbosity").await;
+    let dir = cluster.dir().to_path_buf();
 
     let get = ["get", "configmap", "a", "-o", "name"];
     let mut seen = Vec::new();
@@ -215,20 +221,7 @@ async fn v_anywhere_logs_the_same_requests() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn higher_levels_add_headers_and_bodies() {
-    let cluster = SecureCluster::start(&[]).await;
-    let dir = cluster.dir().to_path_buf();
-    let cmp = Comparison::new(
-        &dir,
-        &cluster.server.url(),
-        &cluster.server.ca_file(),
-        "levels",
-    );
-    for ns in [&cmp.ns_upstream, &cmp.ns_ours] {
-        cmp.upstream
-            .ok(&["create", "configmap", "a", "--from-literal=k=v", "-n", ns]);
-    }
-    let (up, ours) = both(&cmp, &["get", "configmaps", "-o", "name"]);
-    assert!(up.success && ours.success, "{}{}", up.stderr, ours.stderr);
+    let (_cluster, cmp) = warm_cluster("levels").await;
     // The shape of each level's lines, as upstream's: which messages, which keys, which header
     // names (the values differ: user agent, audit ids, dates).
     let shape = |stderr: &str| -> Vec<String> {
