@@ -290,20 +290,15 @@ async fn debug_custom_and_filename_match_upstream() {
         "--image=busybox",
         "--profile=general",
     ]);
-    suite.refused(&[
-        "debug",
-        "-f",
-        &elsewhere,
-        "--image=busybox",
-        "--profile=general",
-    ]);
-    suite.refused(&[
-        "debug",
-        "-f",
-        &deployment,
-        "--image=busybox",
-        "--profile=general",
-    ]);
+    for refused in [&elsewhere, &deployment] {
+        suite.refused(&[
+            "debug",
+            "-f",
+            refused,
+            "--image=busybox",
+            "--profile=general",
+        ]);
+    }
     suite.same(&[
         "debug",
         "-f",
