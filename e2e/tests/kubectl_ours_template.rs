@@ -283,24 +283,6 @@ async fn templates_match_upstream() {
         &file_template,
     ]);
     // Printing flags of other commands.
-    cmp.step(&[
-        "create",
-        "configmap",
-        "fresh",
-        "--from-literal=k=v",
-        "--dry-run=client",
-        "-o",
-        "go-template={{.metadata.name}}:{{.data.k}}",
-    ]);
-    cmp.step(&[
-        "create",
-        "configmap",
-        "fresh",
-        "--from-literal=k=v",
-        "--dry-run=server",
-        "-o",
-        "go-template={{.metadata.name}} {{len .metadata}}",
-    ]);
     print_flags::steps(&cmp, &objects);
 
     // Errors: no template, an unreadable file, templates that do not parse.

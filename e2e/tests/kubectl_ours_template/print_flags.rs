@@ -8,15 +8,28 @@ use e2e::kubectl_compare::Comparison;
 
 /// The steps, over the objects of the main test (`objects` is their manifest).
 pub fn steps(cmp: &Comparison, objects: &str) {
-    cmp.step(&[
-        "create",
-        "configmap",
-        "fresh",
-        "--from-literal=k=v",
-        "--dry-run=client",
-        "--template",
-        "{{.metadata.name}}={{.data.k}}",
-    ]);
+    // A dry run creates nothing: the same object printed each way, client- and server-side.
+    let create = ["create", "configmap", "fresh", "--from-literal=k=v"];
+    for printing in [
+        &[
+            "--dry-run=client",
+            "-o",
+            "go-template={{.metadata.name}}:{{.data.k}}",
+        ][..],
+        &[
+            "--dry-run=client",
+            "--template",
+            "{{.metadata.name}}={{.data.k}}",
+        ],
+        &[
+            "--dry-run=server",
+            "-o",
+            "go-template={{.metadata.name}} {{len .metadata}}",
+        ],
+        &["--dry-run=server", "-o", "yaml", "--show-managed-fields"],
+    ] {
+        cmp.step(&[&create[..], printing].concat());
+    }
     cmp.step(&[
         "label",
         "configmap/other",
@@ -60,16 +73,6 @@ pub fn steps(cmp: &Comparison, objects: &str) {
         "-o",
         "template",
         "--template={{range .spec.template.spec.containers}}{{.image}} {{end}}",
-    ]);
-    cmp.step(&[
-        "create",
-        "configmap",
-        "fresh",
-        "--from-literal=k=v",
-        "--dry-run=server",
-        "-o",
-        "yaml",
-        "--show-managed-fields",
     ]);
     cmp.step(&["events", "--template={{.kind}} {{len .items}}"]);
     cmp.step(&[
