@@ -648,7 +648,11 @@ async fn describe_and_events_match_upstream() {
         vec!["events"],
         vec!["events", "-o", "json"],
         vec!["events", "-o", "json", "--show-managed-fields"],
-        vec!["events", "-o", "jsonpath={.items[*].metadata.managedFields[*].manager}"],
+        vec![
+            "events",
+            "-o",
+            "jsonpath={.items[*].metadata.managedFields[*].manager}",
+        ],
         vec!["events", "-o", "yaml"],
         vec!["events", "-o", "name"],
         vec!["events", "-o", "jsonpath={.items[*].reason}"],
