@@ -162,8 +162,8 @@ async fn v_anywhere_logs_the_same_requests() {
     )
     .unwrap();
     let manifest = dir.join("cm.yaml").display().to_string();
-    // Created by upstream's kubectl: our creates and applies still differ in their requests
-    // (no `fieldValidation=Strict` on create, no namespace or OpenAPI reads on apply).
+    // Created by upstream's kubectl: our `create -f` and `apply` still differ in their
+    // requests (upstream reads the OpenAPI v3 document first).
     for ns in [&cmp.ns_upstream, &cmp.ns_ours] {
         cmp.upstream.ok(&["create", "-f", &manifest, "-n", ns]);
     }
@@ -179,9 +179,31 @@ async fn v_anywhere_logs_the_same_requests() {
         cmp.upstream
             .ok(&["create", "serviceaccount", "default", "-n", ns]);
         cmp.upstream.ok(&["create", "-f", &pod, "-n", ns]);
+        cmp.upstream
+            .ok(&["create", "deployment", "web", "--image=busybox", "-n", ns]);
     }
     for args in [
         &["logs", "p", "-v=6"][..],
+        &["create", "configmap", "gen", "--from-literal=x=y", "-v=6"],
+        &["label", "configmap", "gen", "x=y", "-v=6"],
+        &[
+            "annotate",
+            "configmap",
+            "gen",
+            "x=y",
+            "--dry-run=server",
+            "-v=6",
+        ],
+        &["scale", "deployment", "web", "--replicas=2", "-v=6"],
+        &[
+            "scale",
+            "deployment",
+            "web",
+            "--replicas=3",
+            "--current-replicas=2",
+            "-v=6",
+        ],
+        &["get", "configmap", "nope", "-n", "nosuch-ns", "-v=6"],
         &["get", "configmaps", "-o", "name", "-v=6"],
         &["get", "configmaps", "a", "-o", "yaml", "-v=6"],
         &["delete", "-f", &manifest, "-v=6"],

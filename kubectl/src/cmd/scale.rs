@@ -105,8 +105,28 @@ pub async fn run(global: &GlobalOptions, args: &ScaleArgs) -> anyhow::Result<()>
     let unread = std::mem::take(&mut errors);
     for (info, object) in read {
         let result = async {
+            // Upstream prints the object as it read it, before the scale; a client dry run
+            // checks no precondition.
+            if dry_run == DryRun::Client {
+                return Ok(object);
+            }
             let scale_path = format!("{}/scale", info.path());
-            let scale = factory.get(&scale_path).await?;
+            let url = resource::with_query(&scale_path, &dry_run.query());
+            if args.current_replicas < 0 && args.resource_version.is_none() {
+                let patch = json!({"spec": {"replicas": replicas}});
+                factory
+                    .request(
+                        http::Method::PATCH,
+                        &url,
+                        Some((serde_json::to_vec(&patch)?, "application/merge-patch+json")),
+                        None,
+                    )
+                    .await?;
+                return Ok(object);
+            }
+            // Preconditions: the Scale is read, checked, and written back whole (its
+            // resourceVersion guards the write), as upstream's scaler does.
+            let mut scale = factory.get(&scale_path).await?;
             if args.current_replicas >= 0 {
                 let have = scale
                     .pointer("/spec/replicas")
@@ -128,20 +148,12 @@ pub async fn run(global: &GlobalOptions, args: &ScaleArgs) -> anyhow::Result<()>
                     "Expected resource version to be {want}, was {have}"
                 );
             }
-            // Upstream prints the object as it read it, before the scale.
-            if dry_run == DryRun::Client {
-                return Ok(object);
-            }
-            let mut patch = json!({"spec": {"replicas": replicas}});
-            if let Some(rv) = &args.resource_version {
-                patch["metadata"] = json!({"resourceVersion": rv});
-            }
-            let url = resource::with_query(&scale_path, &dry_run.query());
+            scale["spec"]["replicas"] = json!(replicas);
             factory
                 .request(
-                    http::Method::PATCH,
+                    http::Method::PUT,
                     &url,
-                    Some((serde_json::to_vec(&patch)?, "application/merge-patch+json")),
+                    Some((serde_json::to_vec(&scale)?, "application/json")),
                     None,
                 )
                 .await?;
