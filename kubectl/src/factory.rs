@@ -92,6 +92,18 @@ impl Factory {
         self.get_as(path, None).await
     }
 
+    /// PATCH `path` with a JSON merge patch; the server's object back.
+    pub async fn merge_patch(&self, path: &str, patch: &Value) -> anyhow::Result<Value> {
+        let body = serde_json::to_vec(patch)?;
+        self.request(
+            Method::PATCH,
+            path,
+            Some((body, "application/merge-patch+json")),
+            None,
+        )
+        .await
+    }
+
     /// GET `path` as JSON, a 404 as it comes (polls for an object's deletion).
     pub async fn get_plain(&self, path: &str) -> anyhow::Result<Value> {
         self.request(Method::GET, path, None, None).await

@@ -81,14 +81,7 @@ pub async fn set_unschedulable(
             &format!("/api/v1/nodes/{}", mutate::name_of(node)),
             &dry_run.query(),
         );
-        factory
-            .request(
-                http::Method::PATCH,
-                &url,
-                Some((serde_json::to_vec(&patch)?, "application/merge-patch+json")),
-                None,
-            )
-            .await?;
+        factory.merge_patch(&url, &patch).await?;
     }
     Ok(node_line(node, verb, dry_run))
 }

@@ -225,14 +225,7 @@ pub async fn run(global: &GlobalOptions, args: &LabelArgs, field: Field) -> anyh
             let mut query = dry_run.query();
             query.push(("fieldManager".into(), manager));
             let url = resource::with_query(&info.path(), &query);
-            let patched = factory
-                .request(
-                    http::Method::PATCH,
-                    &url,
-                    Some((serde_json::to_vec(&patch)?, "application/merge-patch+json")),
-                    None,
-                )
-                .await?;
+            let patched = factory.merge_patch(&url, &patch).await?;
             Ok::<_, anyhow::Error>((patched, verb))
         }
         .await;

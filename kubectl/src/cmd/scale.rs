@@ -114,14 +114,7 @@ pub async fn run(global: &GlobalOptions, args: &ScaleArgs) -> anyhow::Result<()>
             let url = resource::with_query(&scale_path, &dry_run.query());
             if args.current_replicas < 0 && args.resource_version.is_none() {
                 let patch = json!({"spec": {"replicas": replicas}});
-                factory
-                    .request(
-                        http::Method::PATCH,
-                        &url,
-                        Some((serde_json::to_vec(&patch)?, "application/merge-patch+json")),
-                        None,
-                    )
-                    .await?;
+                factory.merge_patch(&url, &patch).await?;
                 return Ok(object);
             }
             // Preconditions: the Scale is read, checked, and written back whole (its

@@ -278,14 +278,7 @@ pub async fn run(global: &GlobalOptions, args: &TaintArgs) -> anyhow::Result<()>
         if dry_run != DryRun::Client {
             let patch = json!({"spec": {"taints": if taints.is_empty() { Value::Null } else { json!(taints) }}});
             let url = resource::with_query(&format!("/api/v1/nodes/{name}"), &dry_run.query());
-            updated = factory
-                .request(
-                    http::Method::PATCH,
-                    &url,
-                    Some((serde_json::to_vec(&patch)?, "application/merge-patch+json")),
-                    None,
-                )
-                .await?;
+            updated = factory.merge_patch(&url, &patch).await?;
         }
         match &node_resource {
             Some(r) if printing => reporter.report(r, &updated, &verb, dry_run)?,

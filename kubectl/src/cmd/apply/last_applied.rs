@@ -162,13 +162,7 @@ async fn set(global: &GlobalOptions, args: &SetArgs) -> anyhow::Result<()> {
             }
             let patch = json!({"metadata": {"annotations": {LAST_APPLIED: encoded}}});
             let url = resource::with_query(&info.path(), &dry_run.query());
-            factory
-                .request(
-                    http::Method::PATCH,
-                    &url,
-                    Some((serde_json::to_vec(&patch)?, "application/merge-patch+json")),
-                    None,
-                )
+            factory.merge_patch(&url, &patch)
                 .await
         }
         .await;

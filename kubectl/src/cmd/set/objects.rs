@@ -143,14 +143,7 @@ pub async fn send_patch(
     let mut query = vec![("fieldManager".to_owned(), field_manager.to_owned())];
     query.extend(dry_run.query());
     let url = resource::with_query(&info.path(), &query);
-    factory
-        .request(
-            http::Method::PATCH,
-            &url,
-            Some((serde_json::to_vec(patch)?, "application/merge-patch+json")),
-            None,
-        )
-        .await
+    factory.merge_patch(&url, patch).await
 }
 
 #[cfg(test)]
