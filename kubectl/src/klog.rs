@@ -3,6 +3,7 @@
 //! klog quotes them, and client-go's request logging (`round_trippers.go`) that `-v=6..9` turns
 //! on. Users and scripts grep these lines, so they keep upstream's file:line tags and wording.
 
+use crate::printers::go_template::quote;
 use http::{HeaderMap, Request, StatusCode};
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -19,7 +20,7 @@ pub struct Line(String);
 impl Line {
     /// A structured message (quoted, as klog's `InfoS`).
     pub fn structured(msg: &str) -> Self {
-        Line(go_quote(msg))
+        Line(quote(msg))
     }
 
     /// A printf-style message, written as it is (as klog's `Infof`).
@@ -69,7 +70,7 @@ fn header(severity: char, file_line: &str) -> String {
 /// `<` ... ` >` with each line indented by a tab.
 fn write_string_value(out: &mut String, value: &str) {
     if !value.contains('\n') {
-        out.push_str(&go_quote(value));
+        out.push_str(&quote(value));
         return;
     }
     out.push_str("<\n");
@@ -86,34 +87,6 @@ fn write_string_value(out: &mut String, value: &str) {
         out.push_str(rest);
         out.push_str("\n >");
     }
-}
-
-/// Go's `strconv.Quote`.
-pub fn go_quote(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 2);
-    out.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\x07' => out.push_str("\\a"),
-            '\x08' => out.push_str("\\b"),
-            '\x0c' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\x0b' => out.push_str("\\v"),
-            c if (c as u32) < 0x20 || c == '\x7f' => {
-                let _ = write!(out, "\\x{:02x}", c as u32);
-            }
-            c if c.is_control() => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 /// client-go's feature gates as its `envvar.go` reports them at `-v=1` when the first client is
@@ -184,7 +157,7 @@ impl RequestLog {
             if enabled(9) {
                 let mut curl = format!("curl -v -X{} ", trace.verb);
                 for (name, value) in &headers {
-                    let _ = write!(curl, " -H {}", go_quote(&format!("{name}: {value}")));
+                    let _ = write!(curl, " -H {}", quote(&format!("{name}: {value}")));
                 }
                 let _ = writeln!(curl, " '{}'", trace.url);
                 Line::structured("Request")

@@ -10,6 +10,9 @@
 mod encoding;
 mod exec;
 mod fmt;
+
+/// Go's `strconv.Quote`, which klog's values use too.
+pub use fmt::quote;
 mod funcs;
 mod lex;
 mod node;
